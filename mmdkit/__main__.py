@@ -1,0 +1,4 @@
+"""``python -m mmdkit`` = the ``mmdkit`` command."""
+from mmdkit.cli import main
+
+main()

@@ -1,0 +1,128 @@
+"""The immutable ``Motion`` (VMD content) and ``Pose`` (VPD content) as key arrays.
+
+In: arrays built by the VMD/VPD readers or the builder API.
+Out: frozen dataclasses with read-only numpy arrays. Keys are kept in file order (files are
+not sorted and may repeat a frame); sampling code builds its own sorted views.
+Coordinates are MMD's (left-handed); quaternions (x, y, z, w); angles radians.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mmdkit.model.model import freeze  # noqa: F401  (re-exported for builders)
+
+
+@dataclass(frozen=True, eq=False)
+class Motion:
+    """Keyframe tracks of one VMD file.
+
+    Track names are decoded strings; ``*_track_name_bytes`` keep the raw (cp932, possibly
+    truncated at 15/15 bytes) names so binding can match by byte prefix.
+    """
+
+    model_name: str = ""
+    model_name_bytes: bytes = b""
+
+    # bone keys (Kb)
+    bone_track_name: tuple[str, ...] = ()  # (Tb,) unique names in first-seen order
+    bone_track_name_bytes: tuple[bytes, ...] = ()  # (Tb,) raw 15-byte fields, padding stripped
+    bone_key_track: np.ndarray = None  # (Kb,) int32 index into bone_track_name
+    bone_key_frame: np.ndarray = None  # (Kb,) uint32
+    bone_key_translation: np.ndarray = None  # (Kb, 3) float32
+    bone_key_rotation: np.ndarray = None  # (Kb, 4) float32 xyzw
+    bone_key_interpolation: np.ndarray = None  # (Kb, 64) uint8, raw block (see MMD-SEMANTICS)
+
+    # morph keys (Km)
+    morph_track_name: tuple[str, ...] = ()
+    morph_track_name_bytes: tuple[bytes, ...] = ()
+    morph_key_track: np.ndarray = None  # (Km,) int32
+    morph_key_frame: np.ndarray = None  # (Km,) uint32
+    morph_key_weight: np.ndarray = None  # (Km,) float32
+
+    # camera keys (Kc)
+    camera_key_frame: np.ndarray = None  # (Kc,) uint32
+    camera_key_distance: np.ndarray = None  # (Kc,) float32 (negative = in front of target)
+    camera_key_position: np.ndarray = None  # (Kc, 3) float32, the target point
+    camera_key_rotation: np.ndarray = None  # (Kc, 3) float32, Euler radians as stored
+    camera_key_interpolation: np.ndarray = None  # (Kc, 24) uint8
+    camera_key_fov: np.ndarray = None  # (Kc,) uint32, degrees
+    camera_key_perspective: np.ndarray = None  # (Kc,) uint8, 0 = perspective on (as stored)
+
+    # light keys (Kl)
+    light_key_frame: np.ndarray = None  # (Kl,) uint32
+    light_key_color: np.ndarray = None  # (Kl, 3) float32
+    light_key_direction: np.ndarray = None  # (Kl, 3) float32
+
+    # self-shadow keys (Ks)
+    shadow_key_frame: np.ndarray = None  # (Ks,) uint32
+    shadow_key_mode: np.ndarray = None  # (Ks,) uint8
+    shadow_key_distance: np.ndarray = None  # (Ks,) float32
+
+    # property keys (Kp): visibility and IK on/off
+    property_key_frame: np.ndarray = None  # (Kp,) uint32
+    property_key_visible: np.ndarray = None  # (Kp,) uint8
+    property_ik_name: tuple[str, ...] = ()  # (Ti,) unique IK bone names
+    property_ik_name_bytes: tuple[bytes, ...] = ()  # raw 20-byte fields, padding stripped
+    property_ik_start: np.ndarray = None  # (Kp+1,) int32, range into property_ik_* rows
+    property_ik_track: np.ndarray = None  # (Ri,) int32 index into property_ik_name
+    property_ik_enabled: np.ndarray = None  # (Ri,) uint8
+
+    source_path: str = ""
+    # format details for byte-exact write-back (header variant, trailing bytes, ...)
+    source_extras: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def num_bone_keys(self) -> int:
+        return 0 if self.bone_key_frame is None else len(self.bone_key_frame)
+
+    @property
+    def num_morph_keys(self) -> int:
+        return 0 if self.morph_key_frame is None else len(self.morph_key_frame)
+
+    @property
+    def num_camera_keys(self) -> int:
+        return 0 if self.camera_key_frame is None else len(self.camera_key_frame)
+
+    @property
+    def num_light_keys(self) -> int:
+        return 0 if self.light_key_frame is None else len(self.light_key_frame)
+
+    @property
+    def num_shadow_keys(self) -> int:
+        return 0 if self.shadow_key_frame is None else len(self.shadow_key_frame)
+
+    @property
+    def num_property_keys(self) -> int:
+        return 0 if self.property_key_frame is None else len(self.property_key_frame)
+
+    @property
+    def last_frame(self) -> int:
+        """Largest key frame over all tracks (0 for an empty motion)."""
+        frames = [a for a in (self.bone_key_frame, self.morph_key_frame, self.camera_key_frame,
+                              self.light_key_frame, self.shadow_key_frame,
+                              self.property_key_frame) if a is not None and len(a)]
+        return int(max(int(a.max()) for a in frames)) if frames else 0
+
+
+@dataclass(frozen=True, eq=False)
+class Pose:
+    """A static pose (VPD): per-bone local translation and rotation, optional morphs."""
+
+    model_name: str = ""
+    bone_name: tuple[str, ...] = ()
+    bone_translation: np.ndarray = None  # (P, 3) float32
+    bone_rotation: np.ndarray = None  # (P, 4) float32 xyzw
+    morph_name: tuple[str, ...] = ()
+    morph_weight: np.ndarray = None  # (Q,) float32
+    source_path: str = ""
+    source_extras: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def num_bones(self) -> int:
+        return len(self.bone_name)

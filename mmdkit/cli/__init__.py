@@ -1,0 +1,79 @@
+"""The ``mmdkit`` command: a click group whose subcommands live one per module here.
+
+In: argv. Out: exit status; errors from bad input are printed on one line (no traceback).
+Each subcommand module ``mmdkit/cli/<name>.py`` exposes a click command called ``command``;
+it is imported only when used, so ``mmdkit info`` never loads OpenGL or Bullet.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from mmdkit.errors import MmdkitError
+
+# name -> (module, one-line help shown by `mmdkit --help`)
+SUBCOMMANDS = {
+    "info": ("mmdkit.cli.info", "Summarise a PMX/PMD/VMD/VPD file (counts, names, warnings)."),
+    "convert": ("mmdkit.cli.convert", "Convert between formats by extension (PMD→PMX, rewrite)."),
+    "pose": ("mmdkit.cli.pose", "Pose a model with a motion over frames and write arrays (.npz)."),
+    "bench": ("mmdkit.cli.bench", "Time each per-frame stage (sample, morph, bones, physics, skin)."),
+    "render": ("mmdkit.cli.render", "Render a model dancing to a motion into MP4 or PNG frames."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return [n for n, (mod, _) in SUBCOMMANDS.items() if importlib.util.find_spec(mod) is not None]
+
+    def get_command(self, ctx, name):
+        if name not in SUBCOMMANDS:
+            return None
+        mod, _ = SUBCOMMANDS[name]
+        try:
+            return importlib.import_module(mod).command
+        except ModuleNotFoundError as e:
+            if e.name == mod:
+                return None
+            raise
+
+    def format_commands(self, ctx, formatter):
+        rows = [(n, SUBCOMMANDS[n][1]) for n in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="mmdkit")
+def cli():
+    """mmdkit — MikuMikuDance models and motions, headless: read, pose, simulate, skin, render.
+
+    \b
+    Examples:
+      mmdkit info model.pmx               what is in a file
+      mmdkit convert model.pmd model.pmx  PMD → PMX
+      mmdkit pose model.pmx dance.vmd --frames 0:300 -o pose.npz
+      mmdkit render --demo -o demo.mp4    built-in demo, nothing downloaded
+    """
+
+
+def main(argv=None):
+    """Console entry point: runs the group, turning MmdkitError into a one-line message."""
+    try:
+        cli.main(args=argv, prog_name="mmdkit", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except MmdkitError as e:
+        click.echo(f"mmdkit: error: {e}", err=True)
+        sys.exit(2)
+    except OSError as e:
+        click.echo(f"mmdkit: error: {e}", err=True)
+        sys.exit(2)
+    sys.exit(0)
