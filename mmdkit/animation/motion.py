@@ -35,6 +35,9 @@ class Motion:
     bone_key_translation: np.ndarray = None  # (Kb, 3) float32
     bone_key_rotation: np.ndarray = None  # (Kb, 4) float32 xyzw
     bone_key_interpolation: np.ndarray = None  # (Kb, 64) uint8, raw block (see MMD-SEMANTICS)
+    # (Kb,) bool, derived from row 0 bytes 2-3 of the block: False where the key turns the
+    # bone's rigid body physics off (bytes == (99, 15)); the raw bytes stay in the block.
+    bone_key_physics: np.ndarray = None
 
     # morph keys (Km)
     morph_track_name: tuple[str, ...] = ()

@@ -1,0 +1,86 @@
+"""``mmdkit info FILE [--json]``: what a PMX/PMD/VMD/VPD file holds.
+
+In: a path. Out: a readable summary on stdout, or (``--json``) one JSON object with
+``format``, ``version``, ``encoding``, the counts as top-level keys, ``names`` and ``warnings``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+def describe(obj) -> dict:
+    """The ``info --json`` object for a loaded Model, Motion or Pose."""
+    from mmdkit.animation.motion import Motion, Pose
+    from mmdkit.model.model import Model
+
+    ex = obj.source_extras or {}
+    if isinstance(obj, Model):
+        fmt = obj.source_format or "built"
+        if fmt == "pmx":
+            version, enc = f"{ex.get('version', 2.0):.1f}", ex.get("encoding", "utf-16-le")
+        elif fmt == "pmd":
+            version, enc = f"{ex.get('version', 1.0):.1f}", "cp932"
+        else:
+            version, enc = "", ""
+        d = dict(format=fmt, version=version, encoding=enc, vertices=obj.num_vertices, faces=obj.num_faces,
+                 materials=obj.num_materials, bones=obj.num_bones, morphs=obj.num_morphs,
+                 rigid_bodies=obj.num_rigid_bodies, joints=obj.num_joints, soft_bodies=obj.num_soft_bodies,
+                 ik_chains=len(obj.ik_bone), textures=len(obj.texture_path))
+        d["names"] = dict(model=obj.name, model_en=obj.name_en, bones=list(obj.bone_name),
+                          morphs=list(obj.morph_name), materials=list(obj.material_name),
+                          textures=list(obj.texture_path))
+    elif isinstance(obj, Motion):
+        d = dict(format="vmd", version=ex.get("version", "0002"), encoding="cp932", bone_keys=obj.num_bone_keys,
+                 morph_keys=obj.num_morph_keys, camera_keys=obj.num_camera_keys, light_keys=obj.num_light_keys,
+                 shadow_keys=obj.num_shadow_keys, property_keys=obj.num_property_keys,
+                 bone_tracks=len(obj.bone_track_name), morph_tracks=len(obj.morph_track_name),
+                 last_frame=obj.last_frame)
+        d["names"] = dict(model=obj.model_name, bone_tracks=list(obj.bone_track_name),
+                          morph_tracks=list(obj.morph_track_name))
+    elif isinstance(obj, Pose):
+        d = dict(format="vpd", version="", encoding=ex.get("encoding", "cp932"), bones=obj.num_bones,
+                 morphs=len(obj.morph_name))
+        d["names"] = dict(model=obj.model_name, bones=list(obj.bone_name), morphs=list(obj.morph_name))
+    else:
+        raise TypeError(f"cannot describe {type(obj).__name__}")
+    d["warnings"] = list(obj.warnings)
+    return d
+
+
+def _human(path: str, d: dict) -> str:
+    n = d["names"]
+    title = f"{Path(path).name}: {d['format'].upper()} {d['version']}".rstrip()
+    if d["encoding"]:
+        title += f" ({d['encoding']})"
+    lines = [title]
+    if n.get("model") or n.get("model_en"):
+        lines.append(f"  name       {n.get('model', '')}" + (f" / {n['model_en']}" if n.get("model_en") else ""))
+    skip = {"format", "version", "encoding", "names", "warnings"}
+    for k, v in d.items():
+        if k not in skip:
+            lines.append(f"  {k.replace('_', ' '):<14} {v:,}" if isinstance(v, int) else f"  {k:<14} {v}")
+    for key in ("bones", "bone_tracks", "morphs", "morph_tracks"):
+        if n.get(key):
+            shown = ", ".join(n[key][:8]) + (", ..." if len(n[key]) > 8 else "")
+            lines.append(f"  {key.replace('_', ' ')}: {shown}")
+    for w in d["warnings"]:
+        lines.append(f"  warning: {w}")
+    return "\n".join(lines)
+
+
+@click.command("info")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
+def command(file, as_json):
+    """Summarise a PMX/PMD/VMD/VPD FILE: format, counts, names, warnings."""
+    from mmdkit.formats.io import load
+
+    d = describe(load(file))
+    if as_json:
+        click.echo(json.dumps(d, ensure_ascii=False))
+    else:
+        click.echo(_human(file, d))

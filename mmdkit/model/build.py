@@ -1,0 +1,297 @@
+"""Records → validated, frozen ``Model``.
+
+In: a dict keyed by ``Model`` field names (from a format reader or ``ModelBuilder``); missing
+arrays default to empty/neutral. Out: ``Model`` whose arrays have the documented dtype/shape,
+are C-contiguous and read-only. Every index is range-checked here (``BuildError`` naming the
+field, row and value) so later stages can trust them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mmdkit.errors import BuildError
+from mmdkit.model.model import Model, freeze
+
+# field -> (dtype, trailing shape, count symbol). 'A' in a shape = additional UV count.
+_SPEC: dict[str, tuple] = {}
+
+
+def _add(sym, dtype, shape, *names):
+    for n in names:
+        _SPEC[n] = (dtype, shape, sym)
+
+
+_add("V", np.float32, (3,), "vertex_position", "vertex_normal", "vertex_sdef_c", "vertex_sdef_r0", "vertex_sdef_r1")
+_add("V", np.float32, (2,), "vertex_uv")
+_add("V", np.float32, ("A", 4), "vertex_additional_uv")
+_add("V", np.uint8, (), "vertex_deform")
+_add("V", np.int32, (4,), "vertex_bone_index")
+_add("V", np.float32, (4,), "vertex_bone_weight")
+_add("V", np.float32, (), "vertex_edge_scale")
+_add("F", np.int32, (3,), "face_vertex_index")
+_add("M", np.float32, (4,), "material_diffuse", "material_edge_color")
+_add("M", np.float32, (3,), "material_specular", "material_ambient")
+_add("M", np.float32, (), "material_specular_power", "material_edge_size")
+_add("M", np.uint8, (), "material_flags", "material_sphere_mode")
+_add("M", np.int32, (), "material_texture_index", "material_sphere_index", "material_toon_index")
+_add("M", np.bool_, (), "material_toon_shared")
+_add("M+1", np.int32, (), "material_face_start")
+_add("B", np.float32, (3,), "bone_position", "bone_tail_offset", "bone_fixed_axis", "bone_local_axis_x",
+     "bone_local_axis_z")
+_add("B", np.int32, (), "bone_parent", "bone_layer", "bone_tail_index", "bone_append_parent", "bone_external_key",
+     "bone_ik")
+_add("B", np.uint16, (), "bone_flags")
+_add("B", np.float32, (), "bone_append_ratio")
+_add("K", np.int32, (), "ik_bone", "ik_target", "ik_loop_count")
+_add("K", np.float32, (), "ik_limit_angle")
+_add("K+1", np.int32, (), "ik_link_start")
+_add("L", np.int32, (), "ik_link_bone")
+_add("L", np.bool_, (), "ik_link_has_limit")
+_add("L", np.float32, (3,), "ik_link_lower", "ik_link_upper")
+_add("N", np.uint8, (), "morph_panel", "morph_kind")
+for _t in ("vertex", "uv", "bone", "material", "group", "impulse"):
+    _add("N+1", np.int32, (), f"{_t}_morph_start")
+_add("Ev", np.int32, (), "vertex_morph_vertex")
+_add("Ev", np.float32, (3,), "vertex_morph_offset")
+_add("Eu", np.int32, (), "uv_morph_vertex")
+_add("Eu", np.float32, (4,), "uv_morph_offset")
+_add("Eb", np.int32, (), "bone_morph_bone")
+_add("Eb", np.float32, (3,), "bone_morph_translation")
+_add("Eb", np.float32, (4,), "bone_morph_rotation")
+_add("Em", np.int32, (), "material_morph_material")
+_add("Em", np.uint8, (), "material_morph_op")
+_add("Em", np.float32, (4,), "material_morph_diffuse", "material_morph_edge_color", "material_morph_texture_tint",
+     "material_morph_sphere_tint", "material_morph_toon_tint")
+_add("Em", np.float32, (3,), "material_morph_specular", "material_morph_ambient")
+_add("Em", np.float32, (), "material_morph_specular_power", "material_morph_edge_size")
+_add("Eg", np.int32, (), "group_morph_target")
+_add("Eg", np.float32, (), "group_morph_weight")
+_add("Ei", np.int32, (), "impulse_morph_rigid_body")
+_add("Ei", np.bool_, (), "impulse_morph_local")
+_add("Ei", np.float32, (3,), "impulse_morph_velocity", "impulse_morph_torque")
+_add("R", np.int32, (), "rigid_body_bone")
+_add("R", np.uint8, (), "rigid_body_group", "rigid_body_shape", "rigid_body_mode")
+_add("R", np.uint16, (), "rigid_body_no_collide_mask")
+_add("R", np.float32, (3,), "rigid_body_size", "rigid_body_position", "rigid_body_rotation")
+_add("R", np.float32, (), "rigid_body_mass", "rigid_body_linear_damping", "rigid_body_angular_damping",
+     "rigid_body_restitution", "rigid_body_friction")
+_add("J", np.uint8, (), "joint_type")
+_add("J", np.int32, (), "joint_body_a", "joint_body_b")
+_add("J", np.float32, (3,), "joint_position", "joint_rotation", "joint_translation_lower", "joint_translation_upper",
+     "joint_rotation_lower", "joint_rotation_upper", "joint_spring_translation", "joint_spring_rotation")
+
+_MINUS_ONE = {"bone_parent", "bone_tail_index", "bone_append_parent", "bone_ik", "material_texture_index",
+              "material_sphere_index", "material_toon_index", "rigid_body_bone"}
+_NAME_COUNTS = {"material_name": "M", "bone_name": "B", "morph_name": "N", "rigid_body_name": "R",
+                "joint_name": "J"}
+_MORPH_TABLES = {"vertex": ("Ev", (1,)), "uv": ("Eu", (3, 4, 5, 6, 7)), "bone": ("Eb", (2,)),
+                 "material": ("Em", (8,)), "group": ("Eg", (0, 9)), "impulse": ("Ei", (10,))}
+_TABLE_KEY = {"Ev": "vertex_morph_vertex", "Eu": "uv_morph_vertex", "Eb": "bone_morph_bone",
+              "Em": "material_morph_material", "Eg": "group_morph_target", "Ei": "impulse_morph_rigid_body"}
+
+
+def _err(detail, path, section, row=None):
+    if row is not None:
+        detail = f"row {row}: {detail}"
+    return BuildError(detail, path=path, section=section)
+
+
+def _check_range(f, key, lo, hi, path, what):
+    a = f[key]
+    if a.size == 0:
+        return
+    bad = (a < lo) | (a >= hi)
+    if bad.any():
+        i = int(np.flatnonzero(bad.reshape(len(a), -1).any(axis=1))[0]) if a.ndim > 1 else int(np.flatnonzero(bad)[0])
+        raise _err(f"{what} {a[i].tolist()} out of range [{lo}, {hi})", path, key, i)
+
+
+def _check_start(f, key, n_rows, n_table, path):
+    s = f[key]
+    if len(s) != n_rows + 1:
+        raise _err(f"has {len(s)} entries, expected {n_rows + 1}", path, key)
+    if s[0] != 0 or s[-1] != n_table or (len(s) > 1 and (np.diff(s) < 0).any()):
+        raise _err(f"ranges must start at 0, not decrease and end at {n_table} (got {s[0]}..{s[-1]})", path, key)
+
+
+def build_model(fields: dict) -> Model:
+    """Validate ``fields`` (Model field name → value) and return a frozen ``Model``."""
+    f = dict(fields)
+    path = str(f.get("source_path", ""))
+    extras = dict(f.get("source_extras") or {})
+    warnings = list(f.get("warnings") or ())
+
+    counts = {
+        "V": len(f["vertex_position"]) if f.get("vertex_position") is not None else 0,
+        "F": len(f["face_vertex_index"]) if f.get("face_vertex_index") is not None else 0,
+        "K": len(f["ik_bone"]) if f.get("ik_bone") is not None else 0,
+        "L": len(f["ik_link_bone"]) if f.get("ik_link_bone") is not None else 0,
+    }
+    for key, sym in _NAME_COUNTS.items():
+        f[key] = tuple(f.get(key) or ())
+        counts[sym] = len(f[key])
+    for sym, key in _TABLE_KEY.items():
+        counts[sym] = len(f[key]) if f.get(key) is not None else 0
+    auv = f.get("vertex_additional_uv")
+    counts["A"] = auv.shape[1] if auv is not None and getattr(auv, "ndim", 0) == 3 else 0
+    if not 0 <= counts["A"] <= 4:
+        raise _err(f"{counts['A']} additional UV sets (at most 4)", path, "vertex_additional_uv")
+
+    for key, (dtype, shape, sym) in _SPEC.items():
+        n = counts[sym.split("+")[0]] + (1 if sym.endswith("+1") else 0)
+        shape = tuple(counts["A"] if s == "A" else s for s in shape)
+        v = f.get(key)
+        if v is None:
+            if key in _MINUS_ONE:
+                a = np.full((n,) + shape, -1, dtype)
+            elif key == "vertex_bone_weight":
+                a = np.zeros((n, 4), dtype)
+                a[:, 0] = 1
+            elif key in ("vertex_edge_scale", "bone_append_ratio"):
+                a = np.ones((n,) + shape, dtype) if key == "vertex_edge_scale" else np.zeros(n, dtype)
+            else:
+                a = np.zeros((n,) + shape, dtype)
+        else:
+            try:
+                a = np.ascontiguousarray(v, dtype=dtype)
+            except (ValueError, TypeError) as e:
+                raise _err(f"cannot convert to {np.dtype(dtype).name}: {e}", path, key) from None
+            if a.shape != (n,) + shape:
+                if a.size == n * int(np.prod(shape, dtype=np.int64)) and n > 0 or (n == 0 and a.size == 0):
+                    a = a.reshape((n,) + shape)
+                else:
+                    raise _err(f"shape {a.shape}, expected {(n,) + shape}", path, key)
+        f[key] = a
+    for key in ("material_name_en", "bone_name_en", "morph_name_en", "rigid_body_name_en", "joint_name_en"):
+        base = f[key[:-3]]
+        v = tuple(f.get(key) or ())
+        if len(v) == 0:
+            v = ("",) * len(base)
+        if len(v) != len(base):
+            raise _err(f"{len(v)} names for {len(base)} items", path, key)
+        f[key] = v
+    if len(f.get("material_memo") or ()) != counts["M"]:
+        f["material_memo"] = tuple(f.get("material_memo") or ()) + ("",) * (counts["M"] - len(f.get("material_memo") or ()))
+    f["material_memo"] = tuple(f["material_memo"][:counts["M"]])
+    f["texture_path"] = tuple(f.get("texture_path") or ())
+    V, F, M, B, K, L, N, R, J = (counts[s] for s in "VFMBKLNRJ")
+    T = len(f["texture_path"])
+
+    # --- vertices: bone indices (slots with weight 0 may hold junk such as -1: patched to 0)
+    bi, bw = f["vertex_bone_index"], f["vertex_bone_weight"]
+    if V:
+        _check_range(f, "vertex_deform", 0, 5, path, "deform type")
+        bad = (bi < 0) | (bi >= B)
+        if bad.any():
+            hard = bad & (bw != 0)
+            dfm = f["vertex_deform"]
+            nslots = np.array([1, 2, 4, 2, 4], np.int8)[dfm]
+            used = np.arange(4)[None, :] < nslots[:, None]
+            hard |= bad & used & (dfm[:, None] == 0)  # BDEF1's single index is always used
+            if hard.any():
+                i = int(np.flatnonzero(hard.any(axis=1))[0])
+                raise _err(f"bone index {bi[i].tolist()} out of range [0, {B}) with nonzero weight", path,
+                           "vertex_bone_index", i)
+            pos = np.flatnonzero(bad.ravel())
+            extras["vertex_bone_index_patch"] = (pos, bi.ravel()[pos].copy())
+            bi = bi.copy()
+            bi.ravel()[pos] = 0
+            f["vertex_bone_index"] = bi
+    _check_range(f, "face_vertex_index", 0, V, path, "vertex index")
+
+    # --- materials
+    fs = f["material_face_start"]
+    if M == 0 and len(fs) == 1:
+        fs = np.zeros(1, np.int32)
+        f["material_face_start"] = fs
+    if fs[0] != 0 or (np.diff(fs) < 0).any():
+        raise _err("triangle ranges must start at 0 and not decrease", path, "material_face_start")
+    if fs[-1] > F:
+        raise _err(f"materials use {int(fs[-1])} triangles but there are {F}", path, "material_face_start")
+    _check_range(f, "material_texture_index", -1, T, path, "texture index")
+    _check_range(f, "material_sphere_index", -1, T, path, "texture index")
+    shared = f["material_toon_shared"]
+    toon = f["material_toon_index"]
+    if M:
+        bad = np.where(shared, (toon < -1) | (toon > 9), (toon < -1) | (toon >= T))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise _err(f"toon index {int(toon[i])} out of range", path, "material_toon_index", i)
+
+    # --- bones
+    for key in ("bone_parent", "bone_tail_index", "bone_append_parent"):
+        _check_range(f, key, -1, B, path, "bone index")
+    _check_range(f, "bone_ik", -1, K, path, "IK index")
+    if B:
+        par = f["bone_parent"]
+        cur = par.copy()
+        for _ in range(B):
+            live = cur >= 0
+            if not live.any():
+                break
+            cur[live] = par[cur[live]]
+        else:
+            if (cur >= 0).any():
+                i = int(np.flatnonzero(cur >= 0)[0])
+                raise _err(f"bone {f['bone_name'][i]!r} is in a parent cycle", path, "bone_parent", i)
+    _check_range(f, "ik_bone", 0, B, path, "bone index")
+    _check_range(f, "ik_target", 0, B, path, "bone index")
+    _check_range(f, "ik_link_bone", 0, B, path, "bone index")
+    _check_start(f, "ik_link_start", K, L, path)
+
+    # --- morphs
+    kind = f["morph_kind"]
+    _check_range(f, "morph_kind", 0, 11, path, "morph type")
+    for t, (sym, kinds) in _MORPH_TABLES.items():
+        key = f"{t}_morph_start"
+        _check_start(f, key, N, counts[sym], path)
+        if N and counts[sym]:
+            sizes = np.diff(f[key])
+            wrong = (sizes > 0) & ~np.isin(kind, kinds)
+            if wrong.any():
+                i = int(np.flatnonzero(wrong)[0])
+                raise _err(f"morph {f['morph_name'][i]!r} of type {int(kind[i])} has {t} rows", path, key, i)
+    _check_range(f, "vertex_morph_vertex", 0, V, path, "vertex index")
+    _check_range(f, "uv_morph_vertex", 0, V, path, "vertex index")
+    _check_range(f, "bone_morph_bone", 0, B, path, "bone index")
+    _check_range(f, "material_morph_material", -1, M, path, "material index")
+    _check_range(f, "group_morph_target", 0, N, path, "morph index")
+    _check_range(f, "impulse_morph_rigid_body", 0, R, path, "rigid body index")
+
+    # --- display frames
+    frames = tuple(f.get("display_frames") or ())
+    for fi, fr in enumerate(frames):
+        for is_morph, idx in fr[3]:
+            if not 0 <= idx < (N if is_morph else B):
+                raise _err(f"frame {fr[0]!r}: {'morph' if is_morph else 'bone'} index {idx} out of range",
+                           path, "display_frames", fi)
+    f["display_frames"] = frames
+
+    # --- physics
+    _check_range(f, "rigid_body_bone", -1, B, path, "bone index")
+    _check_range(f, "rigid_body_shape", 0, 3, path, "shape")
+    _check_range(f, "rigid_body_group", 0, 16, path, "collision group")
+    _check_range(f, "joint_body_a", -1, R, path, "rigid body index")
+    _check_range(f, "joint_body_b", -1, R, path, "rigid body index")
+    soft = tuple(f.get("soft_bodies") or ())
+    for si, sb in enumerate(soft):
+        if not -1 <= sb.material < M:
+            raise _err(f"material index {sb.material} out of range", path, "soft_bodies", si)
+        for rb, vx, _ in sb.anchors:
+            if not (0 <= rb < R and 0 <= vx < V):
+                raise _err(f"anchor ({rb}, {vx}) out of range", path, "soft_bodies", si)
+        for vx in sb.pins:
+            if not 0 <= vx < V:
+                raise _err(f"pin vertex {vx} out of range", path, "soft_bodies", si)
+    f["soft_bodies"] = soft
+
+    f["source_extras"] = extras
+    f["warnings"] = tuple(warnings)
+    known = {fl.name for fl in Model.__dataclass_fields__.values()}
+    unknown = set(f) - known
+    if unknown:
+        raise _err(f"unknown Model fields {sorted(unknown)}", path, "fields")
+    for k in ("name", "name_en", "comment", "comment_en", "source_format", "source_path"):
+        f[k] = str(f.get(k) or "")
+    return freeze(Model(**f))
