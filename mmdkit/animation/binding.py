@@ -1,0 +1,187 @@
+"""Bind a Motion's tracks to a Model's bones, morphs and IK solvers by name.
+
+In: ``Model``, ``Motion``. Out: ``BoundMotion`` — per model bone/morph/IK solver a contiguous
+range of keys sorted by frame (CSR arrays, float64 frames), ready for the sampling kernels,
+plus the names of tracks that matched nothing.
+Names match exactly, else when a track's raw cp932 bytes (VMD truncates at 15 bytes) are a
+prefix of the model name's cp932 encoding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mmdkit.animation.motion import Motion
+from mmdkit.model.model import Model
+
+
+def _encode(name: str) -> bytes:
+    try:
+        return name.encode("cp932")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "replace")
+
+
+def _match_tracks(model_names, track_names, track_bytes, limit: int) -> tuple[np.ndarray, list[str]]:
+    """track -> model index (-1 unbound) and the list of unbound track names."""
+    exact = {}
+    for i, n in enumerate(model_names):
+        exact.setdefault(n, i)
+    encoded = [(_encode(n), i) for i, n in enumerate(model_names)]
+    out = np.full(len(track_names), -1, np.int32)
+    unbound = []
+    for t, name in enumerate(track_names):
+        idx = exact.get(name, -1)
+        if idx < 0:
+            raw = track_bytes[t] if t < len(track_bytes) else _encode(name)
+            if len(raw) >= limit - 1:  # only truncated names may match by prefix
+                for enc, i in encoded:
+                    if len(enc) > len(raw) and enc.startswith(raw):
+                        idx = i
+                        break
+        out[t] = idx
+        if idx < 0:
+            unbound.append(name)
+    return out, unbound
+
+
+def _csr(owner: np.ndarray, frame: np.ndarray, count: int):
+    """Sort keys by (owner, frame, file order) keeping the LAST key of duplicate frames.
+
+    Returns (start (count+1,) int32, order (K',) int64 into the original key arrays).
+    """
+    keep = owner >= 0
+    idx = np.nonzero(keep)[0]
+    if len(idx) == 0:
+        return np.zeros(count + 1, np.int32), idx
+    o = owner[idx].astype(np.int64)
+    f = frame[idx].astype(np.int64)
+    order = np.lexsort((idx, f, o))  # by owner, then frame, then file order
+    idx = idx[order]
+    o = o[order]
+    f = f[order]
+    # drop all but the last of equal (owner, frame)
+    last = np.ones(len(idx), bool)
+    last[:-1] = (o[1:] != o[:-1]) | (f[1:] != f[:-1])
+    idx = idx[last]
+    o = o[last]
+    start = np.zeros(count + 1, np.int32)
+    np.add.at(start, o + 1, 1)
+    return np.cumsum(start).astype(np.int32), idx
+
+
+def interpolation_curves(block: np.ndarray) -> np.ndarray:
+    """(K, 64) uint8 VMD bone interpolation blocks → (K, 4, 4) float64 curves.
+
+    Channel c (X, Y, Z, rotation) reads row c at columns 0, 4, 8, 12 as (x1, y1, x2, y2)/127
+    (the diagonal read: row 0 bytes 2–3 hold MMD's per-key physics flag, not a curve).
+    """
+    b = block.reshape(-1, 4, 16).astype(np.float64)
+    return b[:, :, [0, 4, 8, 12]] / 127.0
+
+
+@dataclass(frozen=True, eq=False)
+class BoundMotion:
+    """A Motion's keys regrouped per model entity. Frames are float64.
+
+    bone_key_start (B+1,) int32; bone_key_frame (K,); bone_key_translation (K,3);
+    bone_key_rotation (K,4) xyzw; bone_key_curve (K,4,4) (channel, x1 y1 x2 y2);
+    bone_key_physics (K,) bool. morph_key_start (N+1,), morph_key_frame, morph_key_weight.
+    ik_key_start (Kik+1,), ik_key_frame, ik_key_enabled (uint8) per IK solver.
+    """
+
+    bone_key_start: np.ndarray
+    bone_key_frame: np.ndarray
+    bone_key_translation: np.ndarray
+    bone_key_rotation: np.ndarray
+    bone_key_curve: np.ndarray
+    bone_key_physics: np.ndarray
+    morph_key_start: np.ndarray
+    morph_key_frame: np.ndarray
+    morph_key_weight: np.ndarray
+    ik_key_start: np.ndarray
+    ik_key_frame: np.ndarray
+    ik_key_enabled: np.ndarray
+    last_frame: int = 0
+    unbound_bones: tuple[str, ...] = ()
+    unbound_morphs: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+
+def bind_motion(model: Model, motion: Motion | None) -> BoundMotion:
+    """Regroup ``motion``'s keys per bone/morph/IK solver of ``model`` (None → empty)."""
+    B, N, K = model.num_bones, model.num_morphs, len(model.ik_bone if model.ik_bone is not None else ())
+    if motion is None:
+        from mmdkit.animation.motion import Motion as _M
+
+        motion = _M()
+
+    def arr(a, shape, dtype):
+        return np.zeros(shape, dtype) if a is None else a
+
+    nb = motion.num_bone_keys
+    b_track = arr(motion.bone_key_track, (0,), np.int32)
+    b_frame = arr(motion.bone_key_frame, (0,), np.uint32)
+    track_bone, unbound_b = _match_tracks(model.bone_name, motion.bone_track_name,
+                                          motion.bone_track_name_bytes, 15)
+    owner = track_bone[b_track] if nb else np.zeros(0, np.int32)
+    b_start, b_idx = _csr(owner, b_frame, B)
+    interp = arr(motion.bone_key_interpolation, (0, 64), np.uint8)
+    phys = getattr(motion, "bone_key_physics", None)
+    phys = np.ones(nb, bool) if phys is None else np.asarray(phys, bool)
+
+    nm = motion.num_morph_keys
+    m_track = arr(motion.morph_key_track, (0,), np.int32)
+    m_frame = arr(motion.morph_key_frame, (0,), np.uint32)
+    track_morph, unbound_m = _match_tracks(model.morph_name, motion.morph_track_name,
+                                           motion.morph_track_name_bytes, 15)
+    m_owner = track_morph[m_track] if nm else np.zeros(0, np.int32)
+    m_start, m_idx = _csr(m_owner, m_frame, N)
+
+    # IK switches: one row per (property key, IK name) bound to the model's IK solvers.
+    ik_owner = np.zeros(0, np.int32)
+    ik_frame = np.zeros(0, np.uint32)
+    ik_en = np.zeros(0, np.uint8)
+    if motion.num_property_keys and motion.property_ik_track is not None and len(motion.property_ik_track):
+        ik_names = [model.bone_name[b] for b in model.ik_bone]
+        name_to_solver, _ = _match_tracks(ik_names, motion.property_ik_name,
+                                          motion.property_ik_name_bytes, 20)
+        counts = np.diff(motion.property_ik_start)
+        row_key = np.repeat(np.arange(motion.num_property_keys), counts)
+        ik_owner = name_to_solver[motion.property_ik_track]
+        ik_frame = motion.property_key_frame[row_key]
+        ik_en = motion.property_ik_enabled
+    ik_start, ik_idx = _csr(ik_owner, ik_frame, K)
+
+    return BoundMotion(
+        bone_key_start=b_start,
+        bone_key_frame=b_frame[b_idx].astype(np.float64),
+        bone_key_translation=arr(motion.bone_key_translation, (0, 3), np.float32)[b_idx].astype(np.float64),
+        bone_key_rotation=arr(motion.bone_key_rotation, (0, 4), np.float32)[b_idx].astype(np.float64),
+        bone_key_curve=np.ascontiguousarray(interpolation_curves(interp[b_idx])),
+        bone_key_physics=phys[b_idx] if nb else np.zeros(0, bool),
+        morph_key_start=m_start,
+        morph_key_frame=m_frame[m_idx].astype(np.float64),
+        morph_key_weight=arr(motion.morph_key_weight, (0,), np.float32)[m_idx].astype(np.float64),
+        ik_key_start=ik_start,
+        ik_key_frame=ik_frame[ik_idx].astype(np.float64),
+        ik_key_enabled=np.asarray(ik_en)[ik_idx].astype(np.uint8),
+        last_frame=motion.last_frame,
+        unbound_bones=tuple(unbound_b),
+        unbound_morphs=tuple(unbound_m),
+    )
+
+
+def motion_from_pose(pose) -> Motion:
+    """A one-key-per-bone Motion at frame 0 from a VPD ``Pose`` (so the normal pipeline poses it)."""
+    from mmdkit.model.builder import MotionBuilder
+
+    mb = MotionBuilder(model_name=pose.model_name)
+    for i, name in enumerate(pose.bone_name):
+        mb.add_bone_key(name, 0, translation=tuple(pose.bone_translation[i]),
+                        rotation=tuple(pose.bone_rotation[i]))
+    for i, name in enumerate(pose.morph_name):
+        mb.add_morph_key(name, 0, float(pose.morph_weight[i]))
+    return mb.build()

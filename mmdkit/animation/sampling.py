@@ -1,0 +1,166 @@
+"""Sample bound keyframe tracks at a (fractional) frame: Bézier bones, linear morphs, IK switches.
+
+In: ``BoundMotion`` CSR arrays (see binding.py) and a frame number.
+Out: written in place — per-bone translation (B,3) and rotation (B,4) float64, per-morph
+weight (N,) float64, per-IK-solver enabled flags (K,) uint8.
+MMD rules: the curve stored on key i shapes the segment from key i−1 to key i; before the
+first key the first key's value, after the last the last's; rotations slerp.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from mmdkit.mathutil import quat_slerp
+
+_NB = dict(cache=True, nogil=True)
+
+
+@njit(**_NB)
+def bezier_weight(x1, y1, x2, y2, s):
+    """y(t) where x(t) = s on the cubic Bézier (0,0),(x1,y1),(x2,y2),(1,1); all in 0..1."""
+    if x1 == y1 and x2 == y2:
+        return s
+    t = s
+    for _ in range(12):  # Newton, falling back to bisection bounds
+        it = 1.0 - t
+        x = 3.0 * it * it * t * x1 + 3.0 * it * t * t * x2 + t * t * t
+        dx = 3.0 * it * it * x1 + 6.0 * it * t * (x2 - x1) + 3.0 * t * t * (1.0 - x2)
+        err = x - s
+        if abs(err) < 1e-6:
+            break
+        if abs(dx) < 1e-8:
+            break
+        t -= err / dx
+        if t < 0.0:
+            t = 0.0
+        elif t > 1.0:
+            t = 1.0
+    else:
+        pass
+    # verify; if Newton failed, bisect
+    it = 1.0 - t
+    x = 3.0 * it * it * t * x1 + 3.0 * it * t * t * x2 + t * t * t
+    if abs(x - s) > 1e-5:
+        lo, hi = 0.0, 1.0
+        for _ in range(40):
+            t = 0.5 * (lo + hi)
+            it = 1.0 - t
+            x = 3.0 * it * it * t * x1 + 3.0 * it * t * t * x2 + t * t * t
+            if x < s:
+                lo = t
+            else:
+                hi = t
+        it = 1.0 - t
+    return 3.0 * it * it * t * y1 + 3.0 * it * t * t * y2 + t * t * t
+
+
+@njit(**_NB)
+def _find(frames, lo, hi, f):
+    """Index of the first key in [lo, hi) with frame > f (hi if none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if frames[mid] <= f:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(**_NB)
+def sample_bones(frame, key_start, key_frame, key_t, key_q, key_curve, out_t, out_q):
+    """Fill out_t (B,3) and out_q (B,4) float64 with each bone's keyed value at ``frame``.
+
+    Bones without keys get zero translation and identity rotation.
+    """
+    B = out_t.shape[0]
+    for b in range(B):
+        s0 = key_start[b]
+        s1 = key_start[b + 1]
+        if s0 == s1:
+            out_t[b, 0] = 0.0
+            out_t[b, 1] = 0.0
+            out_t[b, 2] = 0.0
+            out_q[b, 0] = 0.0
+            out_q[b, 1] = 0.0
+            out_q[b, 2] = 0.0
+            out_q[b, 3] = 1.0
+            continue
+        i = _find(key_frame, s0, s1, frame)
+        if i == s0 or i == s1:
+            k = s0 if i == s0 else s1 - 1
+            for c in range(3):
+                out_t[b, c] = key_t[k, c]
+            for c in range(4):
+                out_q[b, c] = key_q[k, c]
+            continue
+        a = i - 1
+        span = key_frame[i] - key_frame[a]
+        s = (frame - key_frame[a]) / span
+        cv = key_curve[i]
+        for c in range(3):
+            w = bezier_weight(cv[c, 0], cv[c, 1], cv[c, 2], cv[c, 3], s)
+            out_t[b, c] = key_t[a, c] + (key_t[i, c] - key_t[a, c]) * w
+        w = bezier_weight(cv[3, 0], cv[3, 1], cv[3, 2], cv[3, 3], s)
+        q = quat_slerp(key_q[a], key_q[i], w)
+        for c in range(4):
+            out_q[b, c] = q[c]
+
+
+@njit(**_NB)
+def sample_bone_physics(frame, key_start, key_frame, key_physics, out_enabled):
+    """out_enabled (B,) bool: the per-key physics flag of the last key at or before frame."""
+    for b in range(out_enabled.shape[0]):
+        s0 = key_start[b]
+        s1 = key_start[b + 1]
+        if s0 == s1:
+            out_enabled[b] = True
+            continue
+        i = _find(key_frame, s0, s1, frame)
+        out_enabled[b] = key_physics[s0] if i == s0 else key_physics[i - 1]
+
+
+@njit(**_NB)
+def sample_scalars(frame, key_start, key_frame, key_value, out):
+    """Linear sampling of per-entity scalar tracks (morph weights) into out (N,)."""
+    for m in range(out.shape[0]):
+        s0 = key_start[m]
+        s1 = key_start[m + 1]
+        if s0 == s1:
+            out[m] = 0.0
+            continue
+        i = _find(key_frame, s0, s1, frame)
+        if i == s0:
+            out[m] = key_value[s0]
+        elif i == s1:
+            out[m] = key_value[s1 - 1]
+        else:
+            a = i - 1
+            s = (frame - key_frame[a]) / (key_frame[i] - key_frame[a])
+            out[m] = key_value[a] + (key_value[i] - key_value[a]) * s
+
+
+@njit(**_NB)
+def sample_steps(frame, key_start, key_frame, key_value, out):
+    """Step sampling (IK on/off): value of the last key at or before frame, default 1."""
+    for k in range(out.shape[0]):
+        s0 = key_start[k]
+        s1 = key_start[k + 1]
+        if s0 == s1:
+            out[k] = 1
+            continue
+        i = _find(key_frame, s0, s1, frame)
+        out[k] = 1 if i == s0 else key_value[i - 1]
+
+
+def sample_bone_tracks(bound, frames) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised convenience: (F,) frames → translations (F,B,3), rotations (F,B,4) float64."""
+    frames = np.atleast_1d(np.asarray(frames, np.float64))
+    B = len(bound.bone_key_start) - 1
+    t = np.zeros((len(frames), B, 3))
+    q = np.zeros((len(frames), B, 4))
+    for i, f in enumerate(frames):
+        sample_bones(f, bound.bone_key_start, bound.bone_key_frame, bound.bone_key_translation,
+                     bound.bone_key_rotation, bound.bone_key_curve, t[i], q[i])
+    return t, q

@@ -1,0 +1,122 @@
+"""Morph stage of one frame: group/flip expansion, bone, vertex, UV and material morphs.
+
+In: sampled morph weights (N,) float64 and the Model's per-kind morph tables.
+Out (in place): effective weights (N,), per-bone animated translation/rotation composed with
+bone morphs, vertex offsets (V,3) float32, UV offsets (V,4) / additional UV (V,A,4) float32,
+material multiply/add factors. Only rows of morphs with non-zero weight (this frame or the
+last) are touched, so an idle face costs nothing.
+Groups: a group's weight scales its members' (flattened, cycle-safe); flip morphs are treated
+like groups (their members applied with the flip weight).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from mmdkit.mathutil import quat_mul, quat_scale_angle
+
+_NB = dict(cache=True, nogil=True)
+
+
+@njit(**_NB)
+def expand_weights(raw, is_leaf, group_start, group_target, group_weight, out):
+    """out (N,) = raw, plus each group's weight × member weight added to its leaf members."""
+    for m in range(raw.shape[0]):
+        out[m] = raw[m]
+    for g in range(raw.shape[0]):
+        if is_leaf[g] or raw[g] == 0.0:
+            continue
+        for r in range(group_start[g], group_start[g + 1]):
+            out[group_target[r]] += raw[g] * group_weight[r]
+
+
+@njit(**_NB)
+def apply_bone_morphs(weight, start, bone, translation, rotation, anim_t, anim_q):
+    """Compose bone morphs onto the sampled local pose: t += w·t_m; q = q ⊗ slerp(I, q_m, w)."""
+    qm = np.empty(4)
+    for m in range(weight.shape[0]):
+        w = weight[m]
+        if w == 0.0:
+            continue
+        for r in range(start[m], start[m + 1]):
+            b = bone[r]
+            for c in range(3):
+                anim_t[b, c] += w * translation[r, c]
+            for c in range(4):
+                qm[c] = rotation[r, c]
+            anim_q[b] = quat_mul(anim_q[b], quat_scale_angle(qm, w))
+
+
+@njit(**_NB)
+def apply_offset_morphs(weight, prev_weight, start, vertex, offset, out):
+    """out (V, C) float32 += w·offset for active morphs; rows of morphs active last frame are
+    cleared first (so out holds exactly this frame's sum). prev_weight is updated."""
+    for m in range(weight.shape[0]):
+        if prev_weight[m] != 0.0:
+            for r in range(start[m], start[m + 1]):
+                for c in range(out.shape[1]):
+                    out[vertex[r], c] = 0.0
+    for m in range(weight.shape[0]):
+        w = weight[m]
+        prev_weight[m] = w
+        if w == 0.0:
+            continue
+        for r in range(start[m], start[m + 1]):
+            for c in range(out.shape[1]):
+                out[vertex[r], c] += w * offset[r, c]
+
+
+@njit(**_NB)
+def apply_uv_morphs(weight, prev_weight, kind, start, vertex, offset, out_uv, out_add):
+    """UV morphs: kind 3 → out_uv (V,4); kinds 4..7 → out_add[:, kind-4] (V,A,4)."""
+    for m in range(weight.shape[0]):
+        if prev_weight[m] != 0.0:
+            ch = kind[m] - 3
+            for r in range(start[m], start[m + 1]):
+                for c in range(4):
+                    if ch == 0:
+                        out_uv[vertex[r], c] = 0.0
+                    elif ch - 1 < out_add.shape[1]:
+                        out_add[vertex[r], ch - 1, c] = 0.0
+    for m in range(weight.shape[0]):
+        w = weight[m]
+        prev_weight[m] = w
+        if w == 0.0:
+            continue
+        ch = kind[m] - 3
+        for r in range(start[m], start[m + 1]):
+            for c in range(4):
+                if ch == 0:
+                    out_uv[vertex[r], c] += w * offset[r, c]
+                elif ch - 1 < out_add.shape[1]:
+                    out_add[vertex[r], ch - 1, c] += w * offset[r, c]
+
+
+@njit(**_NB)
+def apply_material_morphs(weight, start, material, op, values, mul, add):
+    """Material morphs. values (E, C) float32 packs every property (see character.py);
+    mul (M, C) starts at 1 and add (M, C) at 0; multiply rows lerp toward the value
+    (1 + w·(v − 1)), add rows accumulate w·v. material −1 targets all materials."""
+    M = mul.shape[0]
+    C = mul.shape[1]
+    for i in range(M):
+        for c in range(C):
+            mul[i, c] = 1.0
+            add[i, c] = 0.0
+    for m in range(weight.shape[0]):
+        w = weight[m]
+        if w == 0.0:
+            continue
+        for r in range(start[m], start[m + 1]):
+            lo = material[r]
+            hi = lo + 1
+            if lo < 0:
+                lo = 0
+                hi = M
+            for i in range(lo, hi):
+                for c in range(C):
+                    if op[r] == 0:
+                        mul[i, c] *= 1.0 + w * (values[r, c] - 1.0)
+                    else:
+                        add[i, c] += w * values[r, c]

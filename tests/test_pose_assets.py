@@ -1,0 +1,130 @@
+"""Pose on the real assets: bind pose at rest, bone lengths, feet on IK targets, CLI, VPD."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import mmdkit
+from mmdkit.animation.motion import Pose
+from mmdkit.model import model as M
+from mmdkit.pose import Character
+
+
+@pytest.fixture(scope="module")
+def gene(assets):
+    return mmdkit.load(assets / "gene" / "Gene.pmx")
+
+
+@pytest.fixture(scope="module")
+def wavefile(assets):
+    return mmdkit.load(assets / "wavefile" / "wavefile_v2.vmd")
+
+
+def test_empty_motion_gives_bind_pose(gene):
+    ch = Character(gene).update(0)
+    np.testing.assert_allclose(ch.bone_world[:, :3, 3], gene.bone_position, atol=2e-3)
+    eye = np.broadcast_to(np.eye(4, dtype=np.float32), ch.bone_skin.shape)
+    assert np.abs(ch.bone_skin - eye).max() < 2e-3
+
+
+@pytest.mark.parametrize("rel", ["mei/Model/mei/mei.pmd", "mokou/mokou_A.pmd"])
+def test_empty_motion_bind_pose_outside_ik_chains(assets, rel):
+    """These PMDs place some IK bones off their targets at rest, so (as in MMD) IK moves those
+    chains at frame 0; every other bone must stay at its bind pose."""
+    model = mmdkit.load(assets / rel)
+    ch = Character(model).update(0)
+    moved = np.zeros(model.num_bones, bool)
+    moved[model.ik_link_bone] = True
+    for _ in range(model.num_bones):  # descendants of chain links
+        moved |= (model.bone_parent >= 0) & moved[np.maximum(model.bone_parent, 0)]
+    assert (~moved).sum() > model.num_bones // 2
+    np.testing.assert_allclose(ch.bone_world[~moved, :3, 3], model.bone_position[~moved], atol=1e-4)
+
+
+def test_gene_dance_keeps_lengths_and_feet_on_targets(gene, wavefile):
+    ch = Character(gene, wavefile)
+    assert "センター" not in ch.unbound[0] and "左足ＩＫ" not in ch.unbound[0]
+    parent = gene.bone_parent
+    fixed = np.nonzero((parent >= 0) & ((gene.bone_flags & M.BONE_TRANSLATABLE) == 0))[0]
+    rest_len = np.linalg.norm(gene.bone_position[fixed] - gene.bone_position[parent[fixed]], axis=1)
+    feet = [[gene.bone_index(n) for n in (f"{s}足ＩＫ", f"{s}足首", f"{s}足")] for s in "左右"]
+    pos = gene.bone_position
+    reach = [np.linalg.norm(pos[a] - pos[h]) for _, a, h in feet]
+    misses = []
+    for f in range(0, 2800, 70):
+        ch.update(f)
+        w = ch.bone_world[:, :3, 3]
+        length = np.linalg.norm(w[fixed] - w[parent[fixed]], axis=1)
+        np.testing.assert_allclose(length, rest_len, atol=2e-3)
+        assert np.isfinite(ch.bone_world).all()
+        for (ik, tgt, hip), r in zip(feet, reach):
+            if np.linalg.norm(w[ik] - w[hip]) < 0.97 * r:  # comfortably reachable
+                misses.append(np.linalg.norm(w[ik] - w[tgt]))
+    assert len(misses) > 20
+    assert np.median(misses) < 0.01
+    assert np.percentile(misses, 90) < 0.05
+
+
+def test_morph_weights_follow_keys(gene, wavefile):
+    ch = Character(gene, wavefile)
+    seen = np.zeros(gene.num_morphs)
+    for f in range(0, 2800, 40):
+        ch.update(f)
+        seen = np.maximum(seen, ch.morph_weight)
+    assert (seen > 0.5).sum() >= 3  # mouth/eye morphs are keyed in wavefile
+
+
+def test_pmd_dance_runs_with_ik(assets):
+    model = mmdkit.load(assets / "mei" / "Model" / "mei" / "mei.pmd")
+    motion = mmdkit.load(assets / "mei" / "Motion" / "mei_greeting" / "mei_greeting.vmd")
+    ch = Character(model, motion)
+    assert len(ch.unbound[0]) < len(motion.bone_track_name) // 2
+    ik, tgt, hip = (model.bone_index(n) for n in ("左足ＩＫ", "左足首", "左足"))
+    reach = np.linalg.norm(model.bone_position[tgt] - model.bone_position[hip])
+    d, far = [], []
+    for f in range(0, motion.last_frame, 10):
+        ch.update(f)
+        w = ch.bone_world[:, :3, 3]
+        assert np.isfinite(w).all()
+        (d if np.linalg.norm(w[ik] - w[hip]) < 0.97 * reach else far).append(np.linalg.norm(w[ik] - w[tgt]))
+    # standing straight the goal is just out of reach; then the foot stops short, never past it
+    assert all(x < 0.2 for x in far)
+    assert not d or np.median(d) < 0.02
+
+
+def test_vpd_pose_applies(gene):
+    i = gene.bone_index("首")
+    q = np.array([[0, 0.3826834, 0, 0.9238795]], np.float32)  # 45° about Y
+    p = Pose(bone_name=("首",), bone_translation=np.zeros((1, 3), np.float32), bone_rotation=q,
+             morph_name=(), morph_weight=np.zeros(0, np.float32))
+    ch = Character(gene, p).update(0)
+    r = ch.bone_world[i, :3, :3]
+    assert np.degrees(np.arctan2(r[0, 2], r[0, 0])) == pytest.approx(45, abs=0.1)
+
+
+def test_cli_pose_writes_npz(assets, tmp_path):
+    out = tmp_path / "p.npz"
+    r = subprocess.run([sys.executable, "-m", "mmdkit", "pose", str(assets / "gene" / "Gene.pmx"),
+                        str(assets / "wavefile" / "wavefile_v2.vmd"), "--frames", "0:20:5", "-o", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    d = np.load(out)
+    assert d["bone_world"].shape == (5, 224, 4, 4) and d["bone_world"].dtype == np.float32
+    assert d["morph_weight"].shape == (5, 184)
+    assert list(d["frames"]) == [0, 5, 10, 15, 20]
+    assert d["bone_names"][1] == "センター"
+
+
+def test_cli_bench_json(assets):
+    import json
+
+    r = subprocess.run([sys.executable, "-m", "mmdkit", "bench", str(assets / "gene" / "Gene.pmx"),
+                        str(assets / "wavefile" / "wavefile_v2.vmd"), "--frames", "20", "--no-skinning", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    for k in ("sample", "morph", "bones_before_physics", "physics", "bones_after_physics", "skinning", "total"):
+        assert k in d and d[k] >= 0
+    assert d["total"] > 0

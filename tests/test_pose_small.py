@@ -1,0 +1,182 @@
+"""Pose behaviour on small models built in code: append, IK (knee, limits, switch), curves, morphs."""
+
+import math
+
+import numpy as np
+import pytest
+
+from mmdkit.animation.sampling import bezier_weight
+from mmdkit.model.builder import ModelBuilder, MotionBuilder
+from mmdkit.pose import Character, pose
+
+KNEE = ((-math.pi, 0, 0), (-0.0087, 0, 0))
+
+
+def leg_model():
+    mb = ModelBuilder("leg")
+    root = mb.add_bone("センター", (0, 10, 0), translatable=True)
+    hip = mb.add_bone("左足", (0, 10, 0), root)
+    knee = mb.add_bone("左ひざ", (0, 5, 0), hip)
+    ankle = mb.add_bone("左足首", (0, 0, 0), knee)
+    ik = mb.add_bone("左足ＩＫ", (0, 0, 0), -1, translatable=True)
+    mb.add_ik(ik, ankle, [(knee, *KNEE), hip], loop_count=40, limit_angle=2.0)
+    return mb.build(), dict(root=root, hip=hip, knee=knee, ankle=ankle, ik=ik)
+
+
+def world_pos(ch, b):
+    return ch.bone_world[b, :3, 3].astype(np.float64)
+
+
+def test_rest_pose_is_bind_pose():
+    model, _ = leg_model()
+    ch = Character(model).update(0)
+    np.testing.assert_allclose(ch.bone_skin, np.broadcast_to(np.eye(4), ch.bone_skin.shape), atol=1e-6)
+    np.testing.assert_allclose(ch.bone_world[:, :3, 3], model.bone_position, atol=1e-6)
+
+
+def test_knee_bends_forward_and_foot_reaches_target():
+    model, b = leg_model()
+    mo = MotionBuilder()
+    mo.add_bone_key("左足ＩＫ", 0, translation=(0, 3, 0))
+    ch = Character(model, mo.build()).update(0)
+    # the foot reaches the raised goal; the knee goes forward (MMD forward is -Z)
+    assert np.linalg.norm(world_pos(ch, b["ankle"]) - np.array([0, 3, 0])) < 1e-3
+    assert world_pos(ch, b["knee"])[2] < -1.0
+    # bone lengths are kept
+    assert abs(np.linalg.norm(world_pos(ch, b["knee"]) - world_pos(ch, b["hip"])) - 5) < 1e-4
+    assert abs(np.linalg.norm(world_pos(ch, b["ankle"]) - world_pos(ch, b["knee"])) - 5) < 1e-4
+
+
+def test_ik_stops_at_limits_when_unreachable():
+    model, b = leg_model()
+    mo = MotionBuilder()
+    mo.add_bone_key("左足ＩＫ", 0, translation=(0, -5, 0))  # 5 below the straight leg
+    ch = Character(model, mo.build()).update(0)
+    knee_local = ch._local_q[b["knee"]]
+    angle = 2 * math.atan2(knee_local[0], knee_local[3])
+    assert KNEE[0][0] - 1e-6 <= angle <= KNEE[1][0] + 1e-6
+    # leg points straight down as far as it can
+    assert world_pos(ch, b["ankle"])[1] < 0.01
+
+
+def test_ik_switched_off_by_property_key():
+    model, b = leg_model()
+    mo = MotionBuilder()
+    mo.add_bone_key("左足ＩＫ", 0, translation=(0, 3, 0))
+    mo.add_property_key(0, ik={"左足ＩＫ": True})
+    mo.add_property_key(10, ik={"左足ＩＫ": False})
+    ch = Character(model, mo.build())
+    ch.update(5)
+    assert world_pos(ch, b["ankle"])[1] > 2.9
+    ch.update(12)
+    np.testing.assert_allclose(world_pos(ch, b["ankle"]), [0, 0, 0], atol=1e-5)
+
+
+def test_append_rotation_ratio_and_negative():
+    mb = ModelBuilder("app")
+    src = mb.add_bone("src", (0, 0, 0))
+    half = mb.add_bone("half", (1, 0, 0), append_parent=src, append_ratio=0.5, append_rotation=True)
+    neg = mb.add_bone("neg", (2, 0, 0), append_parent=src, append_ratio=-1.0, append_rotation=True)
+    chain = mb.add_bone("chain", (3, 0, 0), append_parent=half, append_ratio=1.0, append_rotation=True)
+    model = mb.build()
+    mo = MotionBuilder()
+    a = math.radians(60)
+    mo.add_bone_key("src", 0, rotation=(0, math.sin(a / 2), 0, math.cos(a / 2)))
+    ch = Character(model, mo.build()).update(0)
+
+    def yaw(b):
+        r = ch.bone_world[b, :3, :3]
+        return math.degrees(math.atan2(r[0, 2], r[0, 0]))
+
+    assert yaw(src) == pytest.approx(60, abs=1e-3)
+    assert yaw(half) == pytest.approx(30, abs=1e-3)
+    assert yaw(neg) == pytest.approx(-60, abs=1e-3)
+    assert yaw(chain) == pytest.approx(30, abs=1e-3)  # appended bone as a source: its append result
+
+
+def test_translation_append_includes_keyed_translation():
+    mb = ModelBuilder("appt")
+    src = mb.add_bone("src", (0, 0, 0), translatable=True)
+    dst = mb.add_bone("dst", (5, 0, 0), append_parent=src, append_ratio=0.5, append_translation=True)
+    mo = MotionBuilder()
+    mo.add_bone_key("src", 0, translation=(0, 4, 0))
+    ch = Character(mb.build(), mo.build()).update(0)
+    np.testing.assert_allclose(ch.bone_world[dst, :3, 3], [5, 2, 0], atol=1e-6)
+
+
+def test_curve_of_later_key_shapes_segment():
+    mb = ModelBuilder("c")
+    mb.add_bone("b", (0, 0, 0), translatable=True)
+    model = mb.build()
+    ease = {"x": (127, 0, 127, 0)}  # slow start
+    for first_curve in (None, {"x": (0, 127, 0, 127)}):
+        mo = MotionBuilder()
+        mo.add_bone_key("b", 0, translation=(0, 0, 0), interpolation=first_curve)
+        mo.add_bone_key("b", 10, translation=(10, 0, 0), interpolation=ease)
+        ch = Character(model, mo.build()).update(5)
+        expect = 10 * bezier_weight(1.0, 0.0, 1.0, 0.0, 0.5)
+        assert ch.bone_world[0, 0, 3] == pytest.approx(expect, abs=1e-4)
+        assert ch.bone_world[0, 0, 3] < 2.0
+
+
+def test_physics_flag_bytes_do_not_change_curves():
+    mb = ModelBuilder("c")
+    mb.add_bone("b", (0, 0, 0), translatable=True)
+    model = mb.build()
+    res = []
+    for phys in (True, False):
+        mo = MotionBuilder()
+        mo.add_bone_key("b", 0, physics=phys)
+        mo.add_bone_key("b", 10, translation=(0, 0, 10), physics=phys)
+        res.append(Character(model, mo.build()).update(5).bone_world[0, 2, 3])
+    assert res[0] == pytest.approx(5.0, abs=1e-5) and res[1] == pytest.approx(5.0, abs=1e-5)
+
+
+def test_group_of_group_morph_with_cycle():
+    mb = ModelBuilder("m")
+    bone = mb.add_bone("b", (0, 0, 0))
+    mat = mb.add_material("m")
+    mb.add_mesh(mat, [[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 0, 1]] * 3, [[0, 0]] * 3, [[0, 1, 2]], [bone] * 3)
+    v = mb.add_vertex_morph("v", [1], [[0, 2, 0]])
+    g1 = mb.add_group_morph("g1", [v], [0.5])
+    g2 = mb.add_group_morph("g2", [g1, 2], [0.5, 1.0])  # 2 = itself: a cycle, ignored
+    model = mb.build()
+    mo = MotionBuilder()
+    mo.add_morph_key("g2", 0, 1.0)
+    ch = Character(model, mo.build()).update(0)
+    assert ch.morph_weight[v] == pytest.approx(0.25)
+    np.testing.assert_allclose(ch.vertex_offset[1], [0, 0.5, 0], atol=1e-6)
+    # next frame without keys active: offsets cleared
+    mo2 = MotionBuilder()
+    mo2.add_morph_key("g2", 0, 1.0)
+    mo2.add_morph_key("g2", 10, 0.0)
+    ch2 = Character(model, mo2.build())
+    ch2.update(0)
+    ch2.update(10)
+    np.testing.assert_allclose(ch2.vertex_offset, 0, atol=1e-7)
+    assert g2 == 2
+
+
+def test_bone_morphs_compose():
+    mb = ModelBuilder("bm")
+    b = mb.add_bone("b", (0, 0, 0))
+    m1 = mb.add_bone_morph("m1", [b], [[1, 0, 0]], [[0, 0, 0, 1]])
+    m2 = mb.add_bone_morph("m2", [b], [[0, 2, 0]], [[0, 0, 0, 1]])
+    mo = MotionBuilder()
+    mo.add_morph_key("m1", 0, 1.0)
+    mo.add_morph_key("m2", 0, 0.5)
+    ch = Character(mb.build(), mo.build()).update(0)
+    np.testing.assert_allclose(ch.bone_world[b, :3, 3], [1, 1, 0], atol=1e-6)
+    assert (m1, m2) == (0, 1)
+
+
+def test_batch_pose_matches_character():
+    model, b = leg_model()
+    mo = MotionBuilder()
+    mo.add_bone_key("左足ＩＫ", 0, translation=(0, 0, 0))
+    mo.add_bone_key("左足ＩＫ", 30, translation=(0, 4, -1))
+    motion = mo.build()
+    out = pose(model, motion, range(0, 31, 5))
+    ch = Character(model, motion).update(15)
+    np.testing.assert_allclose(out["bone_world"][3], ch.bone_world, atol=1e-6)
+    assert out["bone_world"].shape == (7, model.num_bones, 4, 4)
