@@ -27,23 +27,41 @@ _FIXED = M.BONE_FIXED_AXIS
 
 
 @njit(**_NB)
+def _qm(ax, ay, az, aw, bx, by, bz, bw):
+    """Quaternion product a*b on scalars (no heap allocation)."""
+    return (aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz)
+
+
+@njit(**_NB)
+def _qrot(x, y, z, w, vx, vy, vz):
+    """Rotate (vx, vy, vz) by unit quaternion (x, y, z, w), on scalars."""
+    tx = 2.0 * (y * vz - z * vy)
+    ty = 2.0 * (z * vx - x * vz)
+    tz = 2.0 * (x * vy - y * vx)
+    return (vx + w * tx + (y * tz - z * ty), vy + w * ty + (z * tx - x * tz),
+            vz + w * tz + (x * ty - y * tx))
+
+
+@njit(**_NB)
 def _update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim_q, ik_q,
                   app_t, app_q, local_t, local_q, world_q):
-    q = anim_q[b].copy()
+    qx, qy, qz, qw = anim_q[b, 0], anim_q[b, 1], anim_q[b, 2], anim_q[b, 3]
     f = flags[b]
     if f & _FIXED:
         ax = fixed_axis[b]
         if ax[0] != 0.0 or ax[1] != 0.0 or ax[2] != 0.0:
-            d = q[0] * ax[0] + q[1] * ax[1] + q[2] * ax[2]
-            q[0] = ax[0] * d
-            q[1] = ax[1] * d
-            q[2] = ax[2] * d
-            q = quat_normalize(q)
+            d = qx * ax[0] + qy * ax[1] + qz * ax[2]
+            qx, qy, qz = ax[0] * d, ax[1] * d, ax[2] * d
+            n = math.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+            if n > 1e-12:
+                qx, qy, qz, qw = qx / n, qy / n, qz / n, qw / n
+            else:
+                qx, qy, qz, qw = 0.0, 0.0, 0.0, 1.0
     ap = append_parent[b]
-    app_q[b, 0] = 0.0
-    app_q[b, 1] = 0.0
-    app_q[b, 2] = 0.0
-    app_q[b, 3] = 1.0
+    ax_, ay_, az_, aw_ = 0.0, 0.0, 0.0, 1.0
     app_t[b, 0] = 0.0
     app_t[b, 1] = 0.0
     app_t[b, 2] = 0.0
@@ -51,12 +69,13 @@ def _update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, ani
         ratio = append_ratio[b]
         if f & _APP_ROT:
             if f & _APP_LOCAL:
-                src = world_q[ap]
+                src = world_q[ap].copy()
             elif (flags[ap] & _APP_ROT) and append_parent[ap] >= 0:
-                src = app_q[ap]
+                src = app_q[ap].copy()
             else:
                 src = quat_mul(ik_q[ap], anim_q[ap])
-            app_q[b] = quat_scale_angle(src, ratio)
+            r = quat_scale_angle(src, ratio)
+            ax_, ay_, az_, aw_ = r[0], r[1], r[2], r[3]
         if f & _APP_TRS:
             if (flags[ap] & _APP_TRS) and append_parent[ap] >= 0:
                 for c in range(3):
@@ -64,7 +83,17 @@ def _update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, ani
             else:
                 for c in range(3):
                     app_t[b, c] = anim_t[ap, c] * ratio
-    local_q[b] = quat_mul(ik_q[b], quat_mul(app_q[b], q))
+    app_q[b, 0] = ax_
+    app_q[b, 1] = ay_
+    app_q[b, 2] = az_
+    app_q[b, 3] = aw_
+    t = _qm(ax_, ay_, az_, aw_, qx, qy, qz, qw)
+    i = ik_q[b]
+    r2 = _qm(i[0], i[1], i[2], i[3], t[0], t[1], t[2], t[3])
+    local_q[b, 0] = r2[0]
+    local_q[b, 1] = r2[1]
+    local_q[b, 2] = r2[2]
+    local_q[b, 3] = r2[3]
     for c in range(3):
         local_t[b, c] = anim_t[b, c] + app_t[b, c]
 
@@ -73,17 +102,25 @@ def _update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, ani
 def _update_world(b, parent, position, local_t, local_q, world_p, world_q):
     p = parent[b]
     if p < 0:
-        world_q[b] = local_q[b]
+        for c in range(4):
+            world_q[b, c] = local_q[b, c]
         for c in range(3):
             world_p[b, c] = position[b, c] + local_t[b, c]
         return
-    off = np.empty(3)
-    for c in range(3):
-        off[c] = position[b, c] - position[p, c] + local_t[b, c]
-    r = quat_rotate(world_q[p], off)
-    for c in range(3):
-        world_p[b, c] = world_p[p, c] + r[c]
-    world_q[b] = quat_mul(world_q[p], local_q[b])
+    pq = world_q[p]
+    r = _qrot(pq[0], pq[1], pq[2], pq[3],
+              position[b, 0] - position[p, 0] + local_t[b, 0],
+              position[b, 1] - position[p, 1] + local_t[b, 1],
+              position[b, 2] - position[p, 2] + local_t[b, 2])
+    world_p[b, 0] = world_p[p, 0] + r[0]
+    world_p[b, 1] = world_p[p, 1] + r[1]
+    world_p[b, 2] = world_p[p, 2] + r[2]
+    lq = local_q[b]
+    w = _qm(pq[0], pq[1], pq[2], pq[3], lq[0], lq[1], lq[2], lq[3])
+    world_q[b, 0] = w[0]
+    world_q[b, 1] = w[1]
+    world_q[b, 2] = w[2]
+    world_q[b, 3] = w[3]
 
 
 @njit(**_NB)
@@ -91,39 +128,42 @@ def _solve_ik(k, parent, position, ik_target, ik_loop, ik_limit, ik_link_start, 
               ik_link_mode, ik_link_lower, ik_link_upper, ik_path_start, ik_path_bone,
               ik_after_start, ik_after_bone, ik_bone_of, anim_q, ik_q, app_q, local_t, local_q,
               world_p, world_q):
-    goal = world_p[ik_bone_of].copy()
+    gx, gy, gz = world_p[ik_bone_of, 0], world_p[ik_bone_of, 1], world_p[ik_bone_of, 2]
     target = ik_target[k]
     l0 = ik_link_start[k]
     l1 = ik_link_start[k + 1]
     loops = ik_loop[k]
     half = loops // 2
     prev = 1e30
+    vt = np.empty(3)
+    vg = np.empty(3)
+    new = np.empty(4)
     for it in range(loops):
-        tp = world_p[target]
-        d2 = (tp[0] - goal[0]) ** 2 + (tp[1] - goal[1]) ** 2 + (tp[2] - goal[2]) ** 2
+        d2 = (world_p[target, 0] - gx) ** 2 + (world_p[target, 1] - gy) ** 2 + (world_p[target, 2] - gz) ** 2
         if d2 < 1e-10 or (it > half and abs(prev - d2) < 1e-12):
             break  # reached, or converged (unreachable goal) after the bend-forcing half
         prev = d2
         for li in range(l1 - l0):
             link = ik_link_bone[l0 + li]
-            tp = world_p[target]
-            dx = tp[0] - goal[0]
-            dy = tp[1] - goal[1]
-            dz = tp[2] - goal[2]
-            if dx * dx + dy * dy + dz * dz < 1e-10:
+            tx, ty, tz = world_p[target, 0], world_p[target, 1], world_p[target, 2]
+            if (tx - gx) ** 2 + (ty - gy) ** 2 + (tz - gz) ** 2 < 1e-10:
                 break
-            inv = quat_conj(world_q[link])
-            vt = quat_rotate(inv, tp - world_p[link])
-            vg = quat_rotate(inv, goal - world_p[link])
-            nt = math.sqrt(vt[0] ** 2 + vt[1] ** 2 + vt[2] ** 2)
-            ng = math.sqrt(vg[0] ** 2 + vg[1] ** 2 + vg[2] ** 2)
+            wq = world_q[link]
+            lx, ly, lz = world_p[link, 0], world_p[link, 1], world_p[link, 2]
+            a_ = _qrot(-wq[0], -wq[1], -wq[2], wq[3], tx - lx, ty - ly, tz - lz)
+            b_ = _qrot(-wq[0], -wq[1], -wq[2], wq[3], gx - lx, gy - ly, gz - lz)
+            nt = math.sqrt(a_[0] ** 2 + a_[1] ** 2 + a_[2] ** 2)
+            ng = math.sqrt(b_[0] ** 2 + b_[1] ** 2 + b_[2] ** 2)
             if nt < 1e-9 or ng < 1e-9:
                 continue
-            vt /= nt
-            vg /= ng
+            for c in range(3):
+                vt[c] = a_[c] / nt
+                vg[c] = b_[c] / ng
             cap = ik_limit[k] * (li + 1)
             mode = ik_link_mode[l0 + li]
-            rest = quat_mul(app_q[link], anim_q[link])
+            ap = app_q[link]
+            an = anim_q[link]
+            rest = _qm(ap[0], ap[1], ap[2], ap[3], an[0], an[1], an[2], an[3])
             if mode >= 2:
                 a = mode - 2
                 # hinge: signed angle between the projections on the plane ⟂ axis a
@@ -133,12 +173,14 @@ def _solve_ik(k, parent, position, ik_target, ik_loop, ik_limit, ik_link_start, 
                 pg = math.sqrt(vg[0] ** 2 + vg[1] ** 2 + vg[2] ** 2)
                 if pt < 1e-9 or pg < 1e-9:
                     continue
-                cr = np.empty(3)
-                cr[0] = vt[1] * vg[2] - vt[2] * vg[1]
-                cr[1] = vt[2] * vg[0] - vt[0] * vg[2]
-                cr[2] = vt[0] * vg[1] - vt[1] * vg[0]
+                if a == 0:
+                    cr = vt[1] * vg[2] - vt[2] * vg[1]
+                elif a == 1:
+                    cr = vt[2] * vg[0] - vt[0] * vg[2]
+                else:
+                    cr = vt[0] * vg[1] - vt[1] * vg[0]
                 dot = (vt[0] * vg[0] + vt[1] * vg[1] + vt[2] * vg[2]) / (pt * pg)
-                delta = math.atan2(cr[a] / (pt * pg), dot)
+                delta = math.atan2(cr / (pt * pg), dot)
                 if delta > cap:
                     delta = cap
                 elif delta < -cap:
@@ -164,31 +206,40 @@ def _solve_ik(k, parent, position, ik_target, ik_loop, ik_limit, ik_link_start, 
                     elif th > hi:
                         th = 2.0 * hi - th
                 th = min(max(th, lo), hi)
-                ax = np.zeros(3)
-                ax[a] = 1.0
-                new = quat_axis_angle(ax, th)
+                new[0] = 0.0
+                new[1] = 0.0
+                new[2] = 0.0
+                new[a] = math.sin(0.5 * th)
+                new[3] = math.cos(0.5 * th)
             else:
                 dot = min(1.0, max(-1.0, vt[0] * vg[0] + vt[1] * vg[1] + vt[2] * vg[2]))
                 angle = math.acos(dot)
                 if angle < 1e-7:
                     continue
                 angle = min(angle, cap)
-                axis = np.empty(3)
-                axis[0] = vt[1] * vg[2] - vt[2] * vg[1]
-                axis[1] = vt[2] * vg[0] - vt[0] * vg[2]
-                axis[2] = vt[0] * vg[1] - vt[1] * vg[0]
-                na = math.sqrt(axis[0] ** 2 + axis[1] ** 2 + axis[2] ** 2)
+                cx = vt[1] * vg[2] - vt[2] * vg[1]
+                cy = vt[2] * vg[0] - vt[0] * vg[2]
+                cz = vt[0] * vg[1] - vt[1] * vg[0]
+                na = math.sqrt(cx * cx + cy * cy + cz * cz)
                 if na < 1e-12:
                     continue
-                axis /= na
-                new = quat_normalize(quat_mul(local_q[link], quat_axis_angle(axis, angle)))
+                sh = math.sin(0.5 * angle) / na
+                cq = local_q[link]
+                r = _qm(cq[0], cq[1], cq[2], cq[3], cx * sh, cy * sh, cz * sh, math.cos(0.5 * angle))
+                n = math.sqrt(r[0] ** 2 + r[1] ** 2 + r[2] ** 2 + r[3] ** 2)
+                for c in range(4):
+                    new[c] = r[c] / n
                 if mode == 1:
                     e = quat_to_euler_xyz(new)
                     for c in range(3):
                         e[c] = min(max(e[c], ik_link_lower[l0 + li, c]), ik_link_upper[l0 + li, c])
-                    new = euler_xyz_to_quat(e)
-            local_q[link] = new
-            ik_q[link] = quat_normalize(quat_mul(new, quat_conj(rest)))
+                    new[:] = euler_xyz_to_quat(e)
+            for c in range(4):
+                local_q[link, c] = new[c]
+            r = _qm(new[0], new[1], new[2], new[3], -rest[0], -rest[1], -rest[2], rest[3])
+            n = math.sqrt(r[0] ** 2 + r[1] ** 2 + r[2] ** 2 + r[3] ** 2)
+            for c in range(4):
+                ik_q[link, c] = r[c] / n
             for j in range(ik_path_start[k], ik_path_start[k + 1]):
                 _update_world(ik_path_bone[j], parent, position, local_t, local_q, world_p, world_q)
     for j in range(ik_after_start[k], ik_after_start[k + 1]):
