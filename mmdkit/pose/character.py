@@ -261,6 +261,13 @@ def pose(model, motion, frames, *, physics=None, vertices: bool = False, progres
     and with ``vertices`` vertex_position (F,V,3) float32 (after morphs and skinning).
     """
     frames = np.asarray(list(frames), np.float64)
+    if physics is None and not vertices:
+        from mmdkit.pose.batch import pose_batch
+
+        if isinstance(motion, Pose):
+            motion = motion_from_pose(motion)
+        world, morph = pose_batch(model, rig_for(model), bind_motion(model, motion), frames)
+        return {"frames": frames, "bone_world": world, "morph_weight": morph}
     ch = Character(model, motion, physics)
     F, B, N, V = len(frames), model.num_bones, model.num_morphs, model.num_vertices
     out = {"frames": frames, "bone_world": np.empty((F, B, 4, 4), np.float32),
