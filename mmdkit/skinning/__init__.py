@@ -1,1 +1,6 @@
-"""mmdkit.skinning"""
+"""mmdkit.skinning: bind mesh + bone matrices → skinned vertices, and what hangs off skinning.
+
+``cpu.CpuSkinner`` (BDEF1/2/4, SDEF, QDEF kernels), ``palette.build_palette_batches`` (bone-palette
+batches), ``bounds.BoneBoxes`` (per-bone hit boxes), ``cage.TriangleCage`` (cage-driven meshes),
+``reference`` (slow float64 formulas for tests). Import the submodule you need.
+"""
