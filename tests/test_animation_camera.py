@@ -1,0 +1,33 @@
+"""Camera sampling: Euler lerp (multi-turn survives), cuts at one-frame gaps, light lerp."""
+
+import math
+
+import numpy as np
+
+from mmdkit.animation.camera import sample_camera, sample_light
+from mmdkit.model.builder import MotionBuilder
+
+
+def test_camera_lerp_and_cut():
+    mo = MotionBuilder()
+    mo.add_camera_key(0, -40, (0, 10, 0), (0, 0, 0), fov=30)
+    mo.add_camera_key(10, -20, (0, 10, 0), (0, 4 * math.pi, 0), fov=50)  # two full turns
+    mo.add_camera_key(11, -60, (5, 0, 0), (0, 0, 0), fov=20)  # a cut
+    cam = sample_camera(mo.build(), [0, 5, 10, 10.5, 11, 20])
+    assert cam["distance"][1] == -30
+    assert abs(cam["rotation"][1, 1] - 2 * math.pi) < 1e-5  # Euler lerp, not quaternion
+    assert cam["fov"][1] == 40
+    # across the one-frame gap the value holds, then jumps
+    assert cam["distance"][3] == -20
+    assert cam["distance"][4] == -60 and cam["distance"][5] == -60
+    assert cam["perspective"].all()
+
+
+def test_light_and_empty():
+    mo = MotionBuilder()
+    mo.add_light_key(0, (1, 1, 1), (0, -1, 0))
+    mo.add_light_key(10, (0, 0, 0), (1, 0, 0))
+    motion = mo.build()
+    light = sample_light(motion, [5])
+    np.testing.assert_allclose(light["color"][0], [0.5, 0.5, 0.5])
+    assert sample_camera(motion, [0]) is None
