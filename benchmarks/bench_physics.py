@@ -1,0 +1,126 @@
+"""Physics benchmark: Gene + wavefile_v2 on Bullet at saba's settings (1/120 s step, <= 10
+substeps, gravity -98) → ms/frame for the whole stage, the Bullet step alone and the Python-side
+sync; then N characters stepped serially vs in parallel on their worlds' worker threads.
+
+    python3 benchmarks/bench_physics.py [--frames 600] [--characters 1 2 4]
+"""
+import argparse
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+import mmdkit
+from mmdkit.physics import MMDPhysics, _body_targets, _write_bones, BLOWUP_LIMIT
+from mmdkit.pose import Character
+
+ASSETS = Path(os.environ.get("MMDKIT_ASSETS", Path(__file__).resolve().parents[1].parent / "shared" / "assets"))
+FPS = 30.0
+
+
+def poses(model, motion, frames):
+    """(F,B,4,4) float32 before-physics bone worlds (pass 1) for frames 0..F-1."""
+    ch = Character(model, motion)
+    out = np.empty((frames, model.num_bones, 4, 4), np.float32)
+    for f in range(frames):
+        ch.update(f)
+        out[f] = ch.bone_world
+    return out
+
+
+def bench_single(model, pose, reps):
+    ph = MMDPhysics(model)
+    bw = np.empty_like(pose[0])
+    best_total, best_step, best_sync = [], [], []
+    for _ in range(reps):
+        ph.reset(pose[0])
+        tot, stp, syn = [], [], []
+        for f in range(1, len(pose)):
+            bw[:] = pose[f]
+            t0 = time.perf_counter()
+            _body_targets(bw, ph._body_follow, ph._body_offset, ph._targets)
+            ph.world.set_kinematic_transforms(ph._all, ph._targets)
+            t1 = time.perf_counter()
+            ph.world.step(1 / FPS, ph.max_substeps, ph.fixed_step, BLOWUP_LIMIT)
+            t2 = time.perf_counter()
+            ph.world.get_transforms_into(ph.body_world)
+            _write_bones(ph.body_world, ph._drive_body, ph._drive_bone, ph._drive_mode,
+                         ph._body_offset_inv, ph._body_active, bw)
+            t3 = time.perf_counter()
+            tot.append(t3 - t0)
+            stp.append(t2 - t1)
+            syn.append((t1 - t0) + (t3 - t2))
+        best_total.append(np.median(tot))
+        best_step.append(np.median(stp))
+        best_sync.append(np.median(syn))
+    # the public call, as Character uses it
+    ph.reset(pose[0])
+    pub = []
+    for f in range(1, len(pose)):
+        bw[:] = pose[f]
+        t0 = time.perf_counter()
+        ph.step(1 / FPS, bw)
+        pub.append(time.perf_counter() - t0)
+    return min(best_total), min(best_step), min(best_sync), float(np.median(pub))
+
+
+def bench_many(model, pose, n, frames):
+    worlds = [MMDPhysics(model) for _ in range(n)]
+    bufs = [np.empty_like(pose[0]) for _ in range(n)]
+    for w in worlds:
+        w.reset(pose[0])
+    t0 = time.perf_counter()
+    for f in range(1, frames):
+        for w, b in zip(worlds, bufs):
+            b[:] = pose[f]
+            w.step(1 / FPS, b)
+    serial = (time.perf_counter() - t0) / (frames - 1)
+    for w in worlds:
+        w.reset(pose[0])
+    t0 = time.perf_counter()
+    for f in range(1, frames):
+        futs = []
+        for w, b in zip(worlds, bufs):
+            b[:] = pose[f]
+            futs.append(w.step_async(1 / FPS, b))
+        for fu in futs:
+            fu.result()
+    parallel = (time.perf_counter() - t0) / (frames - 1)
+    for w in worlds:
+        w.close()
+    return serial, parallel
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--frames", type=int, default=600)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--characters", type=int, nargs="*", default=[1, 2, 4])
+    a = ap.parse_args()
+    model = mmdkit.load(str(ASSETS / "gene" / "Gene.pmx"))
+    motion = mmdkit.load(str(ASSETS / "wavefile" / "wavefile_v2.vmd"))
+    pose = poses(model, motion, a.frames)
+    MMDPhysics(model).step(1 / FPS, pose[0].copy())  # numba compile
+    print(f"Gene: {model.num_rigid_bodies} rigid bodies, {model.num_joints} joints; wavefile_v2 {a.frames} frames "
+          f"at {FPS:g} fps; fixed step 1/120, max 10 substeps, gravity -98; cores: {os.cpu_count()}")
+    tot, stp, syn, pub = bench_single(model, pose, a.reps)
+    print(f"physics stage   {tot * 1e3:7.3f} ms/frame (median; saba: 1.39 ms/frame)")
+    print(f"  Bullet step   {stp * 1e3:7.3f} ms/frame")
+    print(f"  Python sync   {syn * 1e3:7.3f} ms/frame (bones->bodies, bodies->bones; target < 0.1)")
+    print(f"  MMDPhysics.step() call {pub * 1e3:7.3f} ms/frame (median, incl. call overhead)")
+    ch = Character(model, motion, physics=MMDPhysics(model))
+    stage = []
+    for f in range(a.frames):
+        ch.update(f, timed=True)
+        stage.append(ch.stage_seconds["physics"])
+    print(f"Character 'physics' stage (step + driven-bone read-back + refresh) "
+          f"{np.median(stage[1:]) * 1e3:7.3f} ms/frame (median)")
+    for n in a.characters:
+        s, p = bench_many(model, pose, n, min(a.frames, 300))
+        print(f"{n} characters: serial {s * 1e3:7.3f} ms/frame, parallel threads {p * 1e3:7.3f} ms/frame, "
+              f"speed-up x{s / p:.2f}")
+
+
+if __name__ == "__main__":
+    main()
