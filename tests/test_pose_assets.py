@@ -128,3 +128,26 @@ def test_cli_bench_json(assets):
     for k in ("sample", "morph", "bones_before_physics", "physics", "bones_after_physics", "skinning", "total"):
         assert k in d and d[k] >= 0
     assert d["total"] > 0
+
+
+def test_cli_pose_with_physics_and_vertices(assets, tmp_path):
+    out = tmp_path / "pv.npz"
+    r = subprocess.run([sys.executable, "-m", "mmdkit", "pose", str(assets / "gene" / "Gene.pmx"),
+                        str(assets / "wavefile" / "wavefile_v2.vmd"), "--frames", "0:9", "--physics",
+                        "--vertices", "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    d = np.load(out)
+    assert d["vertex_position"].shape == (10, 28646, 3)
+    assert np.isfinite(d["vertex_position"]).all() and np.isfinite(d["bone_world"]).all()
+    # hair/cloth bones are driven by bodies: they move between frames even where keys are still
+    assert np.abs(d["bone_world"][9] - d["bone_world"][1]).max() > 1e-3
+
+
+def test_bad_file_is_one_line_error(tmp_path):
+    bad = tmp_path / "bad.pmx"
+    bad.write_bytes(b"PMX \x00\x00\x00\x40garbage")
+    r = subprocess.run([sys.executable, "-m", "mmdkit", "pose", str(bad), str(bad), "-o", str(tmp_path / "x.npz")],
+                       capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr and "bad.pmx" in r.stderr
+    assert not (tmp_path / "x.npz").exists()

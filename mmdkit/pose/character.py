@@ -110,7 +110,7 @@ class Character:
         self._refresh = np.zeros(0, np.int32)
         self._driven = np.zeros(B, bool)
         if physics is not None:
-            self._driven = np.asarray(physics.driven_bone_mask, bool)
+            self._driven = np.asarray(physics.driven_bone_mask, bool).copy()
             self._refresh = self._refresh_list(self._driven)
         self.frame: float | None = None
         self.stage_seconds = dict.fromkeys(STAGES, 0.0)
@@ -210,6 +210,9 @@ class Character:
                 sample_bone_physics(frame, b.bone_key_start, b.bone_key_frame, b.bone_key_physics,
                                     self.bone_physics)
                 self.physics.set_bone_physics(self.bone_physics)
+                if not np.array_equal(self._driven, self.physics.driven_bone_mask):
+                    self._driven = np.asarray(self.physics.driven_bone_mask, bool).copy()
+                    self._refresh = self._refresh_list(self._driven)
             if seek:
                 self.physics.reset(self.bone_world)
             else:
