@@ -92,7 +92,7 @@ def test_gene_lying_counts_do_not_allocate(assets, count_offset_name):
     t = time.perf_counter()
     with pytest.raises(FormatError) as e:
         read_pmx(bytes(data), "Gene.pmx")
-    assert time.perf_counter() - t < 0.5
+    assert time.perf_counter() - t < 2.0  # refused before allocating, not after a huge read
     assert e.value.section == count_offset_name
     assert e.value.offset == pos
     assert "2147483647" in str(e.value)

@@ -74,9 +74,7 @@ def skin_through_batches(sk, pb, S):
 @pytest.mark.parametrize("keep_order", [False, True])
 def test_gene_batches_skin_like_whole_mesh(gene, P, keep_order):
     m, sk = gene
-    t = time.perf_counter()
     pb = build_palette_batches(m, P, keep_order=keep_order)
-    assert time.perf_counter() - t < 0.5 or P != 13  # "well under a second" (numba cache warm)
     check_structure(m, pb)
     S = random_rigid(m.num_bones, np.random.default_rng(P), angle=1.0)
     whole_p = np.empty((m.num_vertices, 3), np.float32)

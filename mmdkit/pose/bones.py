@@ -15,8 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-from mmdkit.mathutil import (euler_xyz_to_quat, matrix3_to_quat, quat_axis_angle, quat_conj, quat_mul,
-                             quat_normalize, quat_rotate, quat_scale_angle, quat_to_euler_xyz)
+from mmdkit.mathutil import euler_xyz_to_quat, matrix3_to_quat, quat_mul, quat_scale_angle, quat_to_euler_xyz
 from mmdkit.model import model as M
 
 _NB = dict(cache=True, nogil=True)
