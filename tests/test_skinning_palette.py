@@ -3,7 +3,6 @@ through the batches' palettes equals skinning the whole mesh."""
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
