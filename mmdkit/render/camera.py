@@ -1,0 +1,71 @@
+"""Camera matrices for the renderer: MMD camera values or an automatic framing camera.
+
+In: MMD camera values (target, Euler rotation, distance, fov) or a bounding box, all in MMD's
+left-handed coordinates. Out: (4,4) float32 view and projection matrices for OpenGL
+(right-handed): the only place the handedness flips (z → −z).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+FLIP_Z = np.diag([1.0, 1.0, -1.0, 1.0])
+
+
+def _rot(axis: int, a: float) -> np.ndarray:
+    c, s = math.cos(a), math.sin(a)
+    m = np.eye(3)
+    i, j = [(1, 2), (2, 0), (0, 1)][axis]
+    m[i, i], m[i, j], m[j, i], m[j, j] = c, -s, s, c
+    return m
+
+
+def look_at_gl(eye, target, up) -> np.ndarray:
+    """Right-handed OpenGL view matrix (4,4) float64 from GL-space eye/target/up."""
+    eye, target, up = (np.asarray(v, np.float64) for v in (eye, target, up))
+    f = target - eye
+    f /= np.linalg.norm(f)
+    s = np.cross(f, up)
+    s /= np.linalg.norm(s) + 1e-12
+    u = np.cross(s, f)
+    m = np.eye(4)
+    m[0, :3], m[1, :3], m[2, :3] = s, u, -f
+    m[:3, 3] = -m[:3, :3] @ eye
+    return m
+
+
+def perspective(fov_y_deg: float, aspect: float, near: float = 0.5, far: float = 2000.0) -> np.ndarray:
+    f = 1.0 / math.tan(math.radians(fov_y_deg) / 2)
+    m = np.zeros((4, 4))
+    m[0, 0] = f / aspect
+    m[1, 1] = f
+    m[2, 2] = (far + near) / (near - far)
+    m[2, 3] = 2 * far * near / (near - far)
+    m[3, 2] = -1
+    return m
+
+
+def mmd_view(target, rotation, distance) -> np.ndarray:
+    """View matrix (GL) of an MMD camera: eye = target + R·(0, 0, distance), R = Ry·Rx·Rz of
+    the negated stored angles (MMD's yaw-pitch-roll); model matrices stay in MMD space."""
+    rx, ry, rz = (float(v) for v in rotation)
+    R = _rot(1, -ry) @ _rot(0, -rx) @ _rot(2, -rz)
+    target = np.asarray(target, np.float64)
+    eye = target + R @ np.array([0.0, 0.0, float(distance)])
+    up = R @ np.array([0.0, 1.0, 0.0])
+    flip = np.array([1.0, 1.0, -1.0])
+    return look_at_gl(eye * flip, target * flip, up * flip) @ FLIP_Z
+
+
+def auto_view(bbox_min, bbox_max, fov_y_deg: float, aspect: float, yaw_deg: float = 0.0):
+    """(view, eye distance) framing a box from the front (MMD characters face −Z)."""
+    lo, hi = np.asarray(bbox_min, np.float64), np.asarray(bbox_max, np.float64)
+    centre = (lo + hi) / 2
+    half = (hi - lo) / 2
+    h_fov = math.radians(fov_y_deg) / 2
+    need_h = half[1] / math.tan(h_fov)
+    need_w = max(half[0], half[2]) / (math.tan(h_fov) * aspect)
+    dist = 1.15 * max(need_h, need_w) + max(half[2], half[0])
+    return mmd_view(centre, (math.radians(-5), math.radians(yaw_deg), 0.0), -dist), dist

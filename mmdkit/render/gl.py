@@ -1,0 +1,202 @@
+"""Headless OpenGL renderer (moderngl on EGL): GPU skinning from a bone texture, MMD's look.
+
+In: a Model (uploaded once), per frame the pose state — bone_skin (B,4,4) float32 per
+character, vertex/UV morph offsets, material colours after morphs — and camera matrices.
+Out: an (H, W, 3) uint8 RGB image read back from an MSAA framebuffer.
+Skinning runs in the vertex shader: the bone matrices of all characters live in one RGBA32F
+texture (4 texels per bone, read with texelFetch — no palette limit); crowds draw every
+character of one model with instancing (gl_InstanceID picks the bone rows and an offset).
+BDEF1/2/4 and SDEF are skinned on the GPU; QDEF falls back to linear blending there.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from importlib import resources
+
+import moderngl
+import numpy as np
+
+from mmdkit.model import model as M
+from mmdkit.render.textures import TextureCache, toon_ramp
+
+LIGHT_COLOR = 154.0 / 255.0  # MMD's default light colour
+
+
+def create_context():
+    """A standalone OpenGL 4.5 context through EGL (GPU driver or Mesa llvmpipe)."""
+    try:
+        return moderngl.create_standalone_context(backend="egl")
+    except Exception as e:  # pragma: no cover - depends on the machine
+        raise RuntimeError(f"no headless OpenGL (EGL) context: {e}; install libegl1 libgl1 "
+                           "(Debian/Ubuntu: apt-get install libegl1 libgl1 libegl-mesa0)") from e
+
+
+def _shader(name: str) -> str:
+    return resources.files("mmdkit.render").joinpath("shaders", name).read_text()
+
+
+class Renderer:
+    """Draws one Model (any number of instances) into an offscreen MSAA framebuffer."""
+
+    def __init__(self, model, size=(1280, 720), msaa: int = 4, *, instances: int = 1,
+                 model_dir: str | None = None, ctx=None, edges: bool = True):
+        self.model = model
+        self.width, self.height = int(size[0]), int(size[1])
+        self.ctx = ctx or create_context()
+        ctx = self.ctx
+        self.instances = int(instances)
+        self.edges = edges
+        samples = min(int(msaa), ctx.max_samples) if msaa and msaa > 1 else 0
+        self._fbo_ms = ctx.framebuffer(
+            color_attachments=[ctx.renderbuffer((self.width, self.height), 4, samples=samples)],
+            depth_attachment=ctx.depth_renderbuffer((self.width, self.height), samples=samples))
+        self._fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer((self.width, self.height), 4)])
+        self.prog = ctx.program(vertex_shader=_shader("skin.vert"), fragment_shader=_shader("mmd.frag"))
+        V = model.num_vertices
+        B = model.num_bones
+        self.num_bones = B
+        f32 = np.float32
+        static = np.concatenate([
+            model.vertex_position.astype(f32), model.vertex_normal.astype(f32), model.vertex_uv.astype(f32),
+            model.vertex_bone_weight.astype(f32), model.vertex_sdef_c.astype(f32),
+            model.vertex_sdef_r0.astype(f32), model.vertex_sdef_r1.astype(f32),
+            model.vertex_edge_scale.astype(f32)[:, None]], axis=1)
+        ints = np.concatenate([model.vertex_bone_index.astype(np.int32),
+                               model.vertex_deform.astype(np.int32)[:, None]], axis=1)
+        self._vbo = ctx.buffer(np.ascontiguousarray(static).tobytes())
+        self._ibo_int = ctx.buffer(np.ascontiguousarray(ints).tobytes())
+        self._morph = ctx.buffer(reserve=V * 3 * 4)
+        self._morph.write(np.zeros((V, 3), f32).tobytes())
+        self._uvoff = ctx.buffer(reserve=V * 4 * 4)
+        self._uvoff.write(np.zeros((V, 4), f32).tobytes())
+        self._idx = ctx.buffer(np.ascontiguousarray(model.face_vertex_index.astype(np.int32)).tobytes())
+        self._inst = ctx.buffer(reserve=self.instances * 3 * 4)
+        self._inst.write(np.zeros((self.instances, 3), f32).tobytes())
+        self.vao = ctx.vertex_array(self.prog, [
+            (self._vbo, "3f 3f 2f 4f 3f 3f 3f 1f", "in_pos", "in_nrm", "in_uv", "in_bw", "in_c", "in_r0",
+             "in_r1", "in_edge"),
+            (self._ibo_int, "4i 1i", "in_bi", "in_deform"),
+            (self._morph, "3f", "in_moff"),
+            (self._uvoff, "4f", "in_uvoff"),
+            (self._inst, "3f/i", "in_offset"),
+        ], index_buffer=self._idx, index_element_size=4)
+        self.bone_tex = ctx.texture((4, B * self.instances), 4, dtype="f4")
+        self.bone_tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
+        folder = model_dir if model_dir is not None else (
+            os.path.dirname(model.source_path) if model.source_path else None)
+        self.textures = TextureCache(ctx, folder)
+        self._toons = [ctx.texture((1, 64), 4, toon_ramp(i)) for i in range(11)]
+        self._white = ctx.texture((1, 1), 4, bytes([255, 255, 255, 255]))
+        self._mat_tex = []
+        for m in range(model.num_materials):
+            t = self.textures.get(model.texture_path, int(model.material_texture_index[m]))
+            s = self.textures.get(model.texture_path, int(model.material_sphere_index[m]))
+            if model.material_toon_shared[m]:
+                toon = self._toons[1 + int(np.clip(model.material_toon_index[m], 0, 9))]
+            else:
+                toon = self.textures.get(model.texture_path, int(model.material_toon_index[m]), clamp=True)
+                toon = toon or self._toons[0]
+            self._mat_tex.append((t, s, toon))
+        self.warnings = self.textures.warnings
+
+    # -------------------------------------------------------------------------------------
+    def set_instance_offsets(self, offsets) -> None:
+        """(instances, 3) model-space offsets of each character (crowds)."""
+        self._inst.write(np.ascontiguousarray(offsets, np.float32).tobytes())
+
+    def render(self, bone_skin, view, proj, *, vertex_offset=None, uv_offset=None, diffuse=None,
+               light_dir=(-0.5, -1.0, 0.5), background=(1.0, 1.0, 1.0), eye_distance: float = 40.0):
+        """Draw one frame; returns (H, W, 3) uint8.
+
+        bone_skin: (B,4,4) or (instances,B,4,4) float32 skinning matrices (column vectors).
+        view, proj: (4,4) camera matrices (see mmdkit.render.camera).
+        vertex_offset (V,3), uv_offset (V,4): morph offsets of instance 0 (shared by a crowd).
+        diffuse: (M,4) material diffuse after material morphs (default: the model's).
+        """
+        ctx, model = self.ctx, self.model
+        skin = np.ascontiguousarray(np.asarray(bone_skin, np.float32).reshape(-1, 4, 4).transpose(0, 2, 1))
+        self.bone_tex.write(skin.tobytes())
+        if vertex_offset is not None:
+            self._morph.write(np.ascontiguousarray(vertex_offset, np.float32).tobytes())
+        if uv_offset is not None:
+            self._uvoff.write(np.ascontiguousarray(uv_offset, np.float32).tobytes())
+        diffuse = model.material_diffuse if diffuse is None else diffuse
+        self._fbo_ms.use()
+        ctx.viewport = (0, 0, self.width, self.height)
+        ctx.clear(*background, 1.0, depth=1.0)
+        ctx.enable(moderngl.DEPTH_TEST | moderngl.BLEND)
+        ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+        ctx.front_face = "cw"  # MMD's front faces wind clockwise; the view flips z, so cw stays front
+        p = self.prog
+        p["u_view"].write(np.ascontiguousarray(np.asarray(view, np.float32).T).tobytes())
+        p["u_proj"].write(np.ascontiguousarray(np.asarray(proj, np.float32).T).tobytes())
+        p["u_num_bones"].value = self.num_bones
+        L = np.asarray(light_dir, np.float64)
+        p["u_light_dir"].value = tuple(L / np.linalg.norm(L))
+        p["u_light_color"].value = (LIGHT_COLOR,) * 3
+        p["u_bones"].value = 0
+        p["u_tex"].value = 1
+        p["u_sphere"].value = 2
+        p["u_toon"].value = 3
+        self.bone_tex.use(0)
+        starts = model.material_face_start
+        flags = model.material_flags
+        for pass_edge in ((False, True) if self.edges else (False,)):
+            p["u_edge"].value = 1.0 if pass_edge else 0.0
+            for m in range(model.num_materials):
+                count = int(starts[m + 1] - starts[m]) * 3
+                if count == 0 or diffuse[m, 3] <= 0.0:
+                    continue
+                if pass_edge:
+                    if not (flags[m] & M.MATERIAL_EDGE) or model.material_edge_size[m] <= 0:
+                        continue
+                    ctx.enable(moderngl.CULL_FACE)
+                    ctx.cull_face = "front"
+                    p["u_edge_color"].value = tuple(float(x) for x in model.material_edge_color[m])
+                    p["u_edge_size"].value = float(model.material_edge_size[m]) * eye_distance * 0.0012
+                else:
+                    double = (flags[m] & M.MATERIAL_DOUBLE_SIDED) or (
+                        model.source_format == "pmd" and diffuse[m, 3] < 1.0)
+                    if double:
+                        ctx.disable(moderngl.CULL_FACE)
+                    else:
+                        ctx.enable(moderngl.CULL_FACE)
+                        ctx.cull_face = "back"
+                    t, s, toon = self._mat_tex[m]
+                    p["u_diffuse"].value = tuple(float(x) for x in diffuse[m])
+                    p["u_ambient"].value = tuple(float(x) for x in model.material_ambient[m])
+                    p["u_specular"].value = tuple(float(x) for x in model.material_specular[m])
+                    p["u_spec_power"].value = float(model.material_specular_power[m])
+                    p["u_has_tex"].value = t is not None
+                    p["u_sphere_mode"].value = int(model.material_sphere_mode[m]) if s is not None else 0
+                    (t or self._white).use(1)
+                    (s or self._white).use(2)
+                    toon.use(3)
+                self.vao.render(moderngl.TRIANGLES, vertices=count, first=int(starts[m]) * 3,
+                                instances=self.instances)
+        ctx.copy_framebuffer(self._fbo, self._fbo_ms)
+        data = self._fbo.read(components=3, alignment=1)
+        img = np.frombuffer(data, np.uint8).reshape(self.height, self.width, 3)
+        return img[::-1]
+
+    def release(self) -> None:
+        self.ctx.release()
+
+
+def model_bounds(model, bone_world=None):
+    """(min, max) of the bind-pose vertices (MMD coordinates)."""
+    p = model.vertex_position
+    if len(p) == 0:
+        return np.zeros(3), np.ones(3)
+    return p.min(0), p.max(0)
+
+
+def warn_once(msgs):
+    for m in msgs:
+        warnings.warn(m, stacklevel=2)
+
+
+__all__ = ["Renderer", "create_context", "model_bounds", "LIGHT_COLOR", "math"]

@@ -1,0 +1,41 @@
+#version 330
+// MMD-style shading: ambient + diffuse × light, texture, sphere map (mul/add), toon ramp
+// looked up at v = 0.5 − 0.5·N·L (lit at the top), specular; edges are flat colour.
+uniform vec4 u_diffuse; uniform vec3 u_ambient; uniform vec3 u_specular; uniform float u_spec_power;
+uniform vec3 u_light_dir; uniform vec3 u_light_color;
+uniform sampler2D u_tex; uniform sampler2D u_sphere; uniform sampler2D u_toon;
+uniform bool u_has_tex; uniform int u_sphere_mode;
+uniform float u_edge; uniform vec4 u_edge_color;
+
+in vec3 v_nrm; in vec2 v_uv; in vec3 v_view_nrm; in vec3 v_view_pos;
+out vec4 f_color;
+
+void main() {
+    if (u_edge > 0.5) { f_color = u_edge_color; return; }
+    vec3 N = normalize(v_nrm);
+    vec3 L = -u_light_dir;
+    vec3 color = clamp(u_ambient + u_diffuse.rgb * u_light_color, 0.0, 1.0);
+    float alpha = u_diffuse.a;
+    if (u_has_tex) {
+        vec4 t = texture(u_tex, vec2(v_uv.x, 1.0 - v_uv.y));
+        color *= t.rgb;
+        alpha *= t.a;
+    }
+    if (u_sphere_mode != 0) {
+        vec3 vn = normalize(v_view_nrm);
+        vec2 suv = vec2(vn.x * 0.5 + 0.5, vn.y * 0.5 + 0.5);
+        vec3 s = texture(u_sphere, suv).rgb;
+        if (u_sphere_mode == 1) color *= s; else if (u_sphere_mode == 2) color += s;
+    }
+    float lambert = dot(N, L);
+    vec3 toon = texture(u_toon, vec2(0.5, 1.0 - clamp(0.5 - 0.5 * lambert, 0.0, 1.0))).rgb;
+    color *= toon;
+    if (u_spec_power > 0.0) {
+        vec3 V = normalize(-v_view_pos);
+        // view-space half vector approximated with the light in world space (directional)
+        vec3 H = normalize(L + vec3(0.0, 0.0, 1.0));
+        color += u_specular * pow(max(dot(N, H), 0.0), u_spec_power) * u_light_color;
+    }
+    if (alpha < 0.004) discard;
+    f_color = vec4(clamp(color, 0.0, 1.0), alpha);
+}

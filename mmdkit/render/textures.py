@@ -1,0 +1,92 @@
+"""Textures for the renderer: safe, case-insensitive lookup inside the model's folder.
+
+In: the model folder and its stored texture paths ('\\' separators, any case).
+Out: moderngl textures (RGBA8, mipmapped), or None with a warning when missing/unreadable.
+Paths that would leave the model's folder (absolute, '..') are refused.
+Also builds MMD's shared toon ramps (toon01–10) in code.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+
+def resolve_texture(folder: str, stored: str) -> str | None:
+    """The real path of ``stored`` inside ``folder`` (case-insensitive), or None.
+
+    Raises ValueError when the path points outside the folder.
+    """
+    rel = stored.replace("\\", "/").strip()
+    if not rel:
+        return None
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if rel.startswith("/") or (len(rel) > 1 and rel[1] == ":") or ".." in parts:
+        raise ValueError(f"texture path '{stored}' leaves the model folder")
+    cur = os.path.realpath(folder)
+    root = cur
+    for part in parts:
+        try:
+            names = os.listdir(cur)
+        except OSError:
+            return None
+        match = next((n for n in names if n == part), None) or next(
+            (n for n in names if n.lower() == part.lower()), None)
+        if match is None:
+            return None
+        cur = os.path.join(cur, match)
+    real = os.path.realpath(cur)
+    if not real.startswith(root + os.sep):
+        raise ValueError(f"texture path '{stored}' leaves the model folder (via a link)")
+    return real if os.path.isfile(real) else None
+
+
+def toon_ramp(i: int) -> bytes:
+    """(64, 1) RGBA ramp for shared toon i (0 = default, 1..10 = toon01..toon10): bright at
+    the top (lit), a soft step to a darker, slightly tinted shade at the bottom."""
+    v = np.linspace(0, 1, 64)
+    shade = 0.72 + 0.02 * ((i * 7) % 10) if i else 0.8
+    step = 1 / (1 + np.exp(-(v - 0.5) * 24))
+    col = 1.0 - (1.0 - shade) * step
+    tint = np.array([1.0, 0.97, 1.0])
+    rgb = np.clip(col[:, None] * np.where(step[:, None] > 0.5, tint, 1.0), 0, 1)
+    rgba = np.concatenate([rgb, np.ones((64, 1))], axis=1)[::-1]  # stored bottom-up like a loaded image
+    return (rgba * 255).astype(np.uint8).tobytes()
+
+
+class TextureCache:
+    """Loads each stored texture once per context; remembers warnings."""
+
+    def __init__(self, ctx, folder: str | None):
+        self.ctx = ctx
+        self.folder = folder
+        self._cache: dict[tuple[int, bool], object] = {}
+        self.warnings: list[str] = []
+
+    def get(self, paths, index: int, *, clamp: bool = False):
+        if index is None or index < 0 or index >= len(paths) or not self.folder:
+            return None
+        key = (index, clamp)
+        if key in self._cache:
+            return self._cache[key]
+        tex = None
+        try:
+            path = resolve_texture(self.folder, paths[index])
+            if path is None:
+                self.warnings.append(f"texture '{paths[index]}' not found in {self.folder}; drawn without")
+            else:
+                from PIL import Image
+
+                with Image.open(path) as im:
+                    im = im.convert("RGBA").transpose(Image.FLIP_TOP_BOTTOM)
+                    tex = self.ctx.texture(im.size, 4, im.tobytes())
+                tex.build_mipmaps()
+                if clamp:
+                    tex.repeat_x = tex.repeat_y = False
+        except ValueError as e:
+            self.warnings.append(str(e))
+        except Exception as e:  # unreadable image: warn, draw without
+            self.warnings.append(f"texture '{paths[index]}' could not be read ({e}); drawn without")
+        self._cache[key] = tex
+        return tex
