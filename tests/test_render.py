@@ -1,5 +1,6 @@
 """Headless rendering: reference image, coverage, transparency order, GPU = CPU skinning, outputs."""
 
+import os
 import subprocess
 import sys
 
@@ -96,7 +97,10 @@ def test_cli_render_demo_mp4_and_png(tmp_path):
     with av.open(str(out)) as c:
         frames = [f.to_ndarray(format="rgb24") for f in c.decode(c.streams.video[0])]
     assert len(frames) == 10 and frames[0].shape == (48, 64, 3)
-    assert not list(tmp_path.glob("*.part"))
+    assert not list(tmp_path.glob("*.part")) and not list(tmp_path.glob(".*"))
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask  # a normal file, not mkstemp's 0600
     folder = tmp_path / "frames"
     r = subprocess.run([sys.executable, "-m", "mmdkit", "render", "--demo", "--frames", "0:2", "--size", "64x48",
                         "--crowd", "3", "-o", str(folder)], capture_output=True, text=True)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
-
 import click
 import numpy as np
 
@@ -47,13 +44,8 @@ def make_physics(model, enabled: bool, **kw):
 
 def save_npz_atomic(path: str, **arrays) -> None:
     """Write an .npz to a temp file in the target folder, then rename it into place."""
-    folder = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(suffix=".npz.part", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
+    from mmdkit.fileutil import atomic_path
+
+    with atomic_path(path, ".npz.part") as tmp:
+        with open(tmp, "wb") as f:
             np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -8,9 +8,9 @@ target folder and renames it into place, so a failed save never leaves a partial
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
+from mmdkit.fileutil import atomic_path
 from mmdkit.errors import FormatError
 
 FORMATS = (".pmx", ".pmd", ".vmd", ".vpd")
@@ -88,18 +88,8 @@ def save(obj, path) -> None:
     """Write ``obj`` to ``path`` in the format its extension names, atomically."""
     ext = _ext(path)
     data = serialize(obj, ext)
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
+    with atomic_path(path, ".tmp") as tmp:
+        with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -13,6 +13,8 @@ import tempfile
 
 import numpy as np
 
+from mmdkit.fileutil import atomic_path
+
 
 class Mp4Writer:
     def __init__(self, path: str, size, fps: float = 30.0, *, crf: int = 20, audio: str | None = None):
@@ -21,8 +23,8 @@ class Mp4Writer:
         self.path = os.path.abspath(path)
         folder = os.path.dirname(self.path)
         os.makedirs(folder, exist_ok=True)
-        fd, self.tmp = tempfile.mkstemp(suffix=".mp4.part", dir=folder)
-        os.close(fd)
+        self._atomic = atomic_path(self.path, ".mp4.part")
+        self.tmp = self._atomic.__enter__()
         self.container = av.open(self.tmp, mode="w", format="mp4")
         w, h = size
         self.stream = self.container.add_stream("libx264", rate=int(round(fps)))
@@ -64,15 +66,17 @@ class Mp4Writer:
         if self.audio:
             self._mux_audio()
         self.container.close()
-        os.replace(self.tmp, self.path)
+        self._atomic.__exit__(None, None, None)
 
     def abort(self) -> None:
         try:
             self.container.close()
         except Exception:
             pass
-        if os.path.exists(self.tmp):
-            os.unlink(self.tmp)
+        try:
+            self._atomic.__exit__(RuntimeError, RuntimeError("aborted"), None)
+        except RuntimeError:
+            pass
 
 
 class PngWriter:
