@@ -122,3 +122,33 @@ def test_demo_dances_with_physics_hair():
     assert np.isfinite(ys).all()
     assert np.ptp(ys[:, 0]) > 0.1  # the hair swings with the sway
     assert ch.morph_weight[model.morph_index("歌う")] >= 0
+
+
+@pytest.mark.parametrize("name", ["sdef-two-bone-elbow", "qdef-twist-cylinder", "mixed-deform-types",
+                                  "bdef4-twist-cylinder"])
+def test_gpu_sdef_qdef_equal_cpu(ctx, assets, name):
+    from mmdkit.render.camera import auto_view
+    from mmdkit.skinning.cpu import CpuSkinner
+    from mmdkit.skinning.reference import random_rigid
+
+    path = next((assets / "fixtures").rglob(f"{name}.pmx"))
+    model = mmdkit.load(path)
+    skin = random_rigid(model.num_bones, np.random.default_rng(3), angle=0.8, spread=0.1)
+    pos = np.empty((model.num_vertices, 3), np.float32)
+    nrm = np.empty_like(pos)
+    CpuSkinner(model).skin(skin, None, pos, nrm)
+    w1 = np.zeros_like(model.vertex_bone_weight)
+    w1[:, 0] = 1
+    baked = model.replace(vertex_position=pos, vertex_normal=nrm, vertex_bone_weight=w1,
+                          vertex_bone_index=np.zeros_like(model.vertex_bone_index),
+                          vertex_deform=np.zeros_like(model.vertex_deform))
+    lo, hi = pos.min(0) - 0.5, pos.max(0) + 0.5
+    view, _ = auto_view(lo, hi, 30, 1.0)
+    proj = perspective(30, 1.0)
+    eye = np.broadcast_to(np.eye(4, dtype=np.float32), (model.num_bones, 4, 4))
+    gpu = Renderer(model, (96, 96), 0, ctx=ctx, edges=False).render(skin, view, proj)
+    cpu = Renderer(baked, (96, 96), 0, ctx=ctx, edges=False).render(eye, view, proj)
+    covered = (np.abs(cpu.astype(int) - 255).sum(axis=2) > 30).mean()
+    assert covered > 0.01
+    diff = np.abs(gpu.astype(int) - cpu.astype(int)).max(axis=2)
+    assert (diff > 40).mean() < 0.01

@@ -6,7 +6,7 @@ Out: an (H, W, 3) uint8 RGB image read back from an MSAA framebuffer.
 Skinning runs in the vertex shader: the bone matrices of all characters live in one RGBA32F
 texture (4 texels per bone, read with texelFetch — no palette limit); crowds draw every
 character of one model with instancing (gl_InstanceID picks the bone rows and an offset).
-BDEF1/2/4 and SDEF are skinned on the GPU; QDEF falls back to linear blending there.
+BDEF1/2/4, SDEF and QDEF (dual quaternions) are all skinned on the GPU.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 #version 330
 // GPU skinning: bone matrices from a float texture (4 texels per bone, column-major),
-// BDEF1/2/4 linear blend, SDEF (MMD's formula), QDEF approximated by linear blend.
+// BDEF1/2/4 linear blend, SDEF (MMD's formula), QDEF dual-quaternion blend.
 uniform sampler2D u_bones;
 uniform int u_num_bones;
 uniform mat4 u_view;
@@ -50,6 +50,16 @@ vec4 slerp(vec4 a, vec4 b, float t) {
 
 vec3 qrot(vec4 q, vec3 v) { return v + 2.0 * cross(q.xyz, cross(q.xyz, v) + q.w * v); }
 
+vec4 qmul(vec4 a, vec4 b) {
+    return vec4(a.w * b.xyz + b.w * a.xyz + cross(a.xyz, b.xyz), a.w * b.w - dot(a.xyz, b.xyz));
+}
+
+// dual quaternion (real, dual) of a rigid bone matrix
+void to_dq(mat4 m, out vec4 qr, out vec4 qd) {
+    qr = mat_to_quat(mat3(m));
+    qd = 0.5 * qmul(vec4(m[3].xyz, 0.0), qr);
+}
+
 void main() {
     vec3 p = in_pos + in_moff;
     vec3 n = in_nrm;
@@ -63,6 +73,20 @@ void main() {
         vec3 cr1 = (in_c + (in_c + in_r1 - rw)) * 0.5;
         pos = qrot(q, p - in_c) + w0 * (m0 * vec4(cr0, 1.0)).xyz + w1 * (m1 * vec4(cr1, 1.0)).xyz;
         nrm = qrot(q, n);
+    } else if (in_deform == 4) {
+        vec4 r0; vec4 d0; to_dq(bone(in_bi.x), r0, d0);
+        vec4 br = in_bw.x * r0; vec4 bd = in_bw.x * d0;
+        for (int k = 1; k < 4; ++k) {
+            if (in_bw[k] == 0.0) continue;
+            vec4 r; vec4 d; to_dq(bone(in_bi[k]), r, d);
+            float s = dot(r, r0) < 0.0 ? -in_bw[k] : in_bw[k];
+            br += s * r; bd += s * d;
+        }
+        float len = length(br);
+        br /= len; bd /= len;
+        vec3 t = 2.0 * (br.w * bd.xyz - bd.w * br.xyz + cross(br.xyz, bd.xyz));
+        pos = qrot(br, p) + t;
+        nrm = qrot(br, n);
     } else {
         mat4 m = in_bw.x * bone(in_bi.x);
         if (in_deform != 0) {
