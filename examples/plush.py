@@ -75,6 +75,44 @@ def volume(v, f):
     return float(np.einsum("ij,ij->i", a, np.cross(b, c)).sum() / 6.0)
 
 
+def _open_video(a, rest, faces):
+    """A per-frame callback drawing the plush (vertex offsets from rest) on a floor."""
+    from mmdkit.model.builder import ModelBuilder
+    from mmdkit.render.camera import auto_view, perspective
+    from mmdkit.render.gl import Renderer
+    from mmdkit.render.video import open_writer
+
+    mb = ModelBuilder("plush")
+    root = mb.add_bone("root", (0, 0, 0))
+    fur = mb.add_material("fur", diffuse=(0.85, 0.6, 0.35, 1), ambient=(0.4, 0.28, 0.16), toon=1, edge_size=0.6)
+    floor = mb.add_material("floor", diffuse=(0.7, 0.75, 0.8, 1), ambient=(0.35, 0.37, 0.4), edge=False,
+                            double_sided=True)
+    n = rest - rest.mean(0)
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    mb.add_mesh(fur, rest, n, np.zeros((len(rest), 2)), np.asarray(faces), np.full(len(rest), root))
+    s = 30.0
+    mb.add_mesh(floor, [[-s, 0, -s], [s, 0, -s], [s, 0, s], [-s, 0, s]], [[0, 1, 0]] * 4, [[0, 0]] * 4,
+                [[0, 1, 2], [0, 2, 3]], [root] * 4)
+    model = mb.build()
+    size = tuple(int(x) for x in a.size.split("x"))
+    ren = Renderer(model, size, 4)
+    writer = open_writer(a.video, size, 30.0)
+    view, _ = auto_view((-9, 0, -9), (9, 24, 9), 30, size[0] / size[1], yaw_deg=25)
+    proj = perspective(30, size[0] / size[1])
+    eye = np.eye(4, dtype=np.float32)[None]
+    offset = np.zeros((model.num_vertices, 3), np.float32)
+
+    def draw(detail_now):
+        if detail_now is None:
+            writer.close()
+            print(f"wrote {a.video}")
+            return
+        offset[: len(rest)] = detail_now - rest
+        writer.write(ren.render(eye, view, proj, vertex_offset=offset, eye_distance=45.0))
+
+    return draw
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--frames", type=int, default=180)
@@ -82,6 +120,8 @@ def main():
     ap.add_argument("--height", type=float, default=20.0)
     ap.add_argument("--pressure", type=float, default=40.0)
     ap.add_argument("--stiffness", type=float, default=0.2)
+    ap.add_argument("--video", help="also render the detailed mesh to this .mp4 (or a folder of PNGs)")
+    ap.add_argument("--size", default="480x360", help="video size WIDTHxHEIGHT")
     a = ap.parse_args()
     fps = 30.0
 
@@ -108,6 +148,8 @@ def main():
     except ImportError:
         print("mmdkit.skinning.cage not available: simulating the cage only")
     detail_now = np.empty((len(detail_v), 3))
+
+    video = _open_video(a, detail_v + lift, detail_f) if a.video else None
 
     rows = []
     settled = None
@@ -136,7 +178,11 @@ def main():
         rows.append((f, c[1], nodes[:, 1].min(), vol, squash, speed,
                      detail_now[:, 1].min() if cage is not None else np.nan))
         assert np.isfinite(nodes).all(), "soft body blew up"
+        if video is not None and cage is not None:
+            video(detail_now)
 
+    if video is not None:
+        video(None)
     print(" frame  centre_y  lowest_y  volume  height/width  speed   detail_lowest_y")
     for r in rows[:: max(1, len(rows) // 18)]:
         print(f"{r[0]:6d} {r[1]:9.3f} {r[2]:9.3f} {r[3]:7.3f} {r[4]:13.3f} {r[5]:7.2f} {r[6]:12.3f}")
