@@ -152,3 +152,18 @@ def test_gpu_sdef_qdef_equal_cpu(ctx, assets, name):
     assert covered > 0.01
     diff = np.abs(gpu.astype(int) - cpu.astype(int)).max(axis=2)
     assert (diff > 40).mean() < 0.01
+
+
+@pytest.mark.parametrize("palette", [13, 36])
+def test_palette_batches_draw_like_bone_texture(ctx, assets, palette):
+    model = mmdkit.load(assets / "gene" / "Gene.pmx")
+    motion = mmdkit.load(assets / "wavefile" / "wavefile_v2.vmd")
+    ch = Character(model, motion).update(700)
+    view, proj = mmd_view((0, 10, 0), (0, 0, 0), -35), perspective(30, 0.75)
+    tex = Renderer(model, (120, 160), 0, ctx=ctx).render(ch.bone_skin, view, proj, vertex_offset=ch.vertex_offset)
+    ren = Renderer(model, (120, 160), 0, ctx=ctx, palette_size=palette)
+    assert ren.palette.num_batches > model.num_materials
+    pal = ren.render(ch.bone_skin, view, proj, vertex_offset=ch.vertex_offset)
+    diff = np.abs(tex.astype(int) - pal.astype(int)).max(axis=2)
+    assert (diff > 40).mean() < 0.002
+    assert (np.abs(pal.astype(int) - 255).sum(axis=2) > 30).mean() > 0.05

@@ -33,9 +33,13 @@ def _size(value: str):
 @click.option("--fps", default=30.0, show_default=True, help="Output frame rate (MMD motions are 30 fps).")
 @click.option("--msaa", default=4, show_default=True, help="Multisample anti-aliasing samples (0 = off).")
 @click.option("--crowd", default=1, show_default=True, help="Draw N characters of the model (instanced).")
+@click.option("--palette", "palette_size", type=int, default=None,
+              help="Skin through palette batches of at most P bones in a uniform buffer (e.g. 36) "
+                   "instead of the bone texture — for drivers with small limits.")
 @click.option("--audio", type=click.Path(exists=True, dir_okay=False), help="Audio file muxed into the MP4.")
 @click.option("-o", "--output", required=True, help="OUT.mp4, or a folder for PNG frames.")
-def command(model_path, motion_path, demo, camera_path, physics, frames, size, fps, msaa, crowd, audio, output):
+def command(model_path, motion_path, demo, camera_path, physics, frames, size, fps, msaa, crowd, palette_size,
+            audio, output):
     """Render MODEL dancing to MOTION, headless (OpenGL through EGL; GPU or CPU).
 
     \b
@@ -63,6 +67,6 @@ def command(model_path, motion_path, demo, camera_path, physics, frames, size, f
     if crowd < 1:
         raise click.BadParameter("must be >= 1", param_hint="--crowd")
     stats = render_motion(model, motion, output, frames=frame_list, camera=camera, size=_size(size or "1280x720"),
-                          fps=fps, msaa=msaa, physics=physics, crowd=crowd, audio=audio,
+                          fps=fps, msaa=msaa, physics=physics, crowd=crowd, audio=audio, palette_size=palette_size,
                           warn=lambda m: click.echo(f"warning: {m}", err=True))
     click.echo(f"wrote {output}: {stats['frames']} frames in {stats['seconds']:.1f} s ({stats['fps']:.1f} frames/s)")

@@ -7,6 +7,9 @@ Skinning runs in the vertex shader: the bone matrices of all characters live in 
 texture (4 texels per bone, read with texelFetch — no palette limit); crowds draw every
 character of one model with instancing (gl_InstanceID picks the bone rows and an offset).
 BDEF1/2/4, SDEF and QDEF (dual quaternions) are all skinned on the GPU.
+With ``palette_size=P`` the renderer instead uses the skinning module's palette batches: each
+batch's ≤ P matrices go to a uniform buffer (for drivers with small limits, as D3DX's
+ConvertToIndexedBlendedMesh did); the picture is the same.
 """
 
 from __future__ import annotations
@@ -34,15 +37,19 @@ def create_context():
                            "(Debian/Ubuntu: apt-get install libegl1 libgl1 libegl-mesa0)") from e
 
 
-def _shader(name: str) -> str:
-    return resources.files("mmdkit.render").joinpath("shaders", name).read_text()
+def _shader(name: str, defines: str = "") -> str:
+    src = resources.files("mmdkit.render").joinpath("shaders", name).read_text()
+    if defines:
+        first, rest = src.split("\n", 1)
+        src = f"{first}\n{defines}\n{rest}"
+    return src
 
 
 class Renderer:
     """Draws one Model (any number of instances) into an offscreen MSAA framebuffer."""
 
     def __init__(self, model, size=(1280, 720), msaa: int = 4, *, instances: int = 1,
-                 model_dir: str | None = None, ctx=None, edges: bool = True):
+                 model_dir: str | None = None, ctx=None, edges: bool = True, palette_size: int | None = None):
         self.model = model
         self.width, self.height = int(size[0]), int(size[1])
         self.ctx = ctx or create_context()
@@ -54,25 +61,50 @@ class Renderer:
             color_attachments=[ctx.renderbuffer((self.width, self.height), 4, samples=samples)],
             depth_attachment=ctx.depth_renderbuffer((self.width, self.height), samples=samples))
         self._fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer((self.width, self.height), 4)])
-        self.prog = ctx.program(vertex_shader=_shader("skin.vert"), fragment_shader=_shader("mmd.frag"))
         V = model.num_vertices
         B = model.num_bones
         self.num_bones = B
         f32 = np.float32
+        self.palette = None
+        defines = ""
+        src = slice(None)
+        bone_index = model.vertex_bone_index
+        faces = model.face_vertex_index
+        starts = model.material_face_start
+        self._ranges = [[(int(starts[m]) * 3, int(starts[m + 1] - starts[m]) * 3, -1)]
+                        for m in range(model.num_materials)]
+        if palette_size:
+            from mmdkit.skinning.palette import build_palette_batches
+
+            if self.instances != 1:
+                raise ValueError("the palette path draws one character; use the bone texture for crowds")
+            pb = self.palette = build_palette_batches(model, int(palette_size), keep_order=True)
+            defines = f"#define PALETTE {pb.palette_size}"
+            src, bone_index, faces = pb.vertex_source, pb.vertex_palette_index, pb.face_vertex_index
+            V = len(pb.vertex_source)
+            fs = pb.batch_face_start
+            self._ranges = [[] for _ in range(model.num_materials)]
+            for b in range(pb.num_batches):
+                self._ranges[int(pb.batch_material[b])].append((int(fs[b]) * 3, int(fs[b + 1] - fs[b]) * 3, b))
+            self._palette_ubo = ctx.buffer(reserve=pb.palette_size * 64)
+            self._palette_buf = np.empty((pb.num_batches, pb.palette_size, 4, 4), f32)
+        self.prog = ctx.program(vertex_shader=_shader("skin.vert", defines), fragment_shader=_shader("mmd.frag"))
+        if self.palette is not None:
+            self.prog["Palette"].binding = 0
         static = np.concatenate([
             model.vertex_position.astype(f32), model.vertex_normal.astype(f32), model.vertex_uv.astype(f32),
             model.vertex_bone_weight.astype(f32), model.vertex_sdef_c.astype(f32),
             model.vertex_sdef_r0.astype(f32), model.vertex_sdef_r1.astype(f32),
-            model.vertex_edge_scale.astype(f32)[:, None]], axis=1)
-        ints = np.concatenate([model.vertex_bone_index.astype(np.int32),
-                               model.vertex_deform.astype(np.int32)[:, None]], axis=1)
+            model.vertex_edge_scale.astype(f32)[:, None]], axis=1)[src]
+        ints = np.concatenate([np.asarray(bone_index, np.int32),
+                               model.vertex_deform.astype(np.int32)[src][:, None]], axis=1)
         self._vbo = ctx.buffer(np.ascontiguousarray(static).tobytes())
         self._ibo_int = ctx.buffer(np.ascontiguousarray(ints).tobytes())
         self._morph = ctx.buffer(reserve=V * 3 * 4)
         self._morph.write(np.zeros((V, 3), f32).tobytes())
         self._uvoff = ctx.buffer(reserve=V * 4 * 4)
         self._uvoff.write(np.zeros((V, 4), f32).tobytes())
-        self._idx = ctx.buffer(np.ascontiguousarray(model.face_vertex_index.astype(np.int32)).tobytes())
+        self._idx = ctx.buffer(np.ascontiguousarray(np.asarray(faces, np.int32)).tobytes())
         self._inst = ctx.buffer(reserve=self.instances * 3 * 4)
         self._inst.write(np.zeros((self.instances, 3), f32).tobytes())
         self.vao = ctx.vertex_array(self.prog, [
@@ -117,12 +149,20 @@ class Renderer:
         diffuse: (M,4) material diffuse after material morphs (default: the model's).
         """
         ctx, model = self.ctx, self.model
-        skin = np.ascontiguousarray(np.asarray(bone_skin, np.float32).reshape(-1, 4, 4).transpose(0, 2, 1))
-        self.bone_tex.write(skin.tobytes())
+        pb = self.palette
+        if pb is None:
+            skin = np.ascontiguousarray(np.asarray(bone_skin, np.float32).reshape(-1, 4, 4).transpose(0, 2, 1))
+            self.bone_tex.write(skin.tobytes())
+        else:
+            pb.palette_matrices(np.asarray(bone_skin, np.float32).reshape(-1, 4, 4), self._palette_buf)
+            self._palette_buf[:] = self._palette_buf.transpose(0, 1, 3, 2)
+            self._palette_ubo.bind_to_uniform_block(0)
         if vertex_offset is not None:
-            self._morph.write(np.ascontiguousarray(vertex_offset, np.float32).tobytes())
+            vo = vertex_offset if pb is None else np.asarray(vertex_offset)[pb.vertex_source]
+            self._morph.write(np.ascontiguousarray(vo, np.float32).tobytes())
         if uv_offset is not None:
-            self._uvoff.write(np.ascontiguousarray(uv_offset, np.float32).tobytes())
+            uo = uv_offset if pb is None else np.asarray(uv_offset)[pb.vertex_source]
+            self._uvoff.write(np.ascontiguousarray(uo, np.float32).tobytes())
         diffuse = model.material_diffuse if diffuse is None else diffuse
         self._fbo_ms.use()
         ctx.viewport = (0, 0, self.width, self.height)
@@ -133,22 +173,21 @@ class Renderer:
         p = self.prog
         p["u_view"].write(np.ascontiguousarray(np.asarray(view, np.float32).T).tobytes())
         p["u_proj"].write(np.ascontiguousarray(np.asarray(proj, np.float32).T).tobytes())
-        p["u_num_bones"].value = self.num_bones
+        if pb is None:
+            p["u_num_bones"].value = self.num_bones
+            p["u_bones"].value = 0
         L = np.asarray(light_dir, np.float64)
         p["u_light_dir"].value = tuple(L / np.linalg.norm(L))
         p["u_light_color"].value = (LIGHT_COLOR,) * 3
-        p["u_bones"].value = 0
         p["u_tex"].value = 1
         p["u_sphere"].value = 2
         p["u_toon"].value = 3
         self.bone_tex.use(0)
-        starts = model.material_face_start
         flags = model.material_flags
         for pass_edge in ((False, True) if self.edges else (False,)):
             p["u_edge"].value = 1.0 if pass_edge else 0.0
             for m in range(model.num_materials):
-                count = int(starts[m + 1] - starts[m]) * 3
-                if count == 0 or diffuse[m, 3] <= 0.0:
+                if not self._ranges[m] or diffuse[m, 3] <= 0.0:
                     continue
                 if pass_edge:
                     if not (flags[m] & M.MATERIAL_EDGE) or model.material_edge_size[m] <= 0:
@@ -175,8 +214,10 @@ class Renderer:
                     (t or self._white).use(1)
                     (s or self._white).use(2)
                     toon.use(3)
-                self.vao.render(moderngl.TRIANGLES, vertices=count, first=int(starts[m]) * 3,
-                                instances=self.instances)
+                for first, count, batch in self._ranges[m]:
+                    if batch >= 0:
+                        self._palette_ubo.write(self._palette_buf[batch].tobytes())
+                    self.vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)
         ctx.copy_framebuffer(self._fbo, self._fbo_ms)
         data = self._fbo.read(components=3, alignment=1)
         img = np.frombuffer(data, np.uint8).reshape(self.height, self.width, 3)

@@ -15,11 +15,16 @@ in vec3 in_moff; in vec4 in_uvoff; in vec3 in_offset;
 
 out vec3 v_nrm; out vec2 v_uv; out vec3 v_view_nrm; out vec3 v_view_pos;
 
+#ifdef PALETTE
+layout(std140) uniform Palette { mat4 palette[PALETTE]; };
+mat4 bone(int i) { return palette[i]; }
+#else
 mat4 bone(int i) {
     int row = gl_InstanceID * u_num_bones + i;
     return mat4(texelFetch(u_bones, ivec2(0, row), 0), texelFetch(u_bones, ivec2(1, row), 0),
                 texelFetch(u_bones, ivec2(2, row), 0), texelFetch(u_bones, ivec2(3, row), 0));
 }
+#endif
 
 vec4 mat_to_quat(mat3 m) {
     float tr = m[0][0] + m[1][1] + m[2][2];
