@@ -14,6 +14,26 @@ from numba import njit
 _NB = dict(cache=True, nogil=True, fastmath=False)
 
 
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def qmul_scalar(ax, ay, az, aw, bx, by, bz, bw):
+    """Quaternion product a*b on scalars, returned as a tuple (no heap allocation)."""
+    return (aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz)
+
+
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def qrot_scalar(x, y, z, w, vx, vy, vz):
+    """Rotate (vx, vy, vz) by unit quaternion (x, y, z, w): v + 2w(q×v) + 2q×(q×v), as a tuple."""
+    tx = 2.0 * (y * vz - z * vy)
+    ty = 2.0 * (z * vx - x * vz)
+    tz = 2.0 * (x * vy - y * vx)
+    return (vx + w * tx + (y * tz - z * ty),
+            vy + w * ty + (z * tx - x * tz),
+            vz + w * tz + (x * ty - y * tx))
+
+
 @njit(**_NB)
 def quat_mul(a, b):
     """Hamilton product a*b of (x, y, z, w) quaternions (b applied first)."""

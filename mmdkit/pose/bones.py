@@ -15,7 +15,8 @@ import math
 import numpy as np
 from numba import njit
 
-from mmdkit.mathutil import euler_xyz_to_quat, matrix3_to_quat, quat_mul, quat_scale_angle, quat_to_euler_xyz
+from mmdkit.mathutil import (euler_xyz_to_quat, matrix3_to_quat, qmul_scalar, qrot_scalar, quat_mul,
+                             quat_scale_angle, quat_to_euler_xyz)
 from mmdkit.model import model as M
 
 _NB = dict(cache=True, nogil=True)
@@ -23,25 +24,6 @@ _APP_ROT = M.BONE_APPEND_ROTATION
 _APP_TRS = M.BONE_APPEND_TRANSLATION
 _APP_LOCAL = M.BONE_APPEND_LOCAL
 _FIXED = M.BONE_FIXED_AXIS
-
-
-@njit(**_NB)
-def _qm(ax, ay, az, aw, bx, by, bz, bw):
-    """Quaternion product a*b on scalars (no heap allocation)."""
-    return (aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-            aw * bw - ax * bx - ay * by - az * bz)
-
-
-@njit(**_NB)
-def _qrot(x, y, z, w, vx, vy, vz):
-    """Rotate (vx, vy, vz) by unit quaternion (x, y, z, w), on scalars."""
-    tx = 2.0 * (y * vz - z * vy)
-    ty = 2.0 * (z * vx - x * vz)
-    tz = 2.0 * (x * vy - y * vx)
-    return (vx + w * tx + (y * tz - z * ty), vy + w * ty + (z * tx - x * tz),
-            vz + w * tz + (x * ty - y * tx))
 
 
 @njit(**_NB)
@@ -86,9 +68,9 @@ def _update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, ani
     app_q[b, 1] = ay_
     app_q[b, 2] = az_
     app_q[b, 3] = aw_
-    t = _qm(ax_, ay_, az_, aw_, qx, qy, qz, qw)
+    t = qmul_scalar(ax_, ay_, az_, aw_, qx, qy, qz, qw)
     i = ik_q[b]
-    r2 = _qm(i[0], i[1], i[2], i[3], t[0], t[1], t[2], t[3])
+    r2 = qmul_scalar(i[0], i[1], i[2], i[3], t[0], t[1], t[2], t[3])
     local_q[b, 0] = r2[0]
     local_q[b, 1] = r2[1]
     local_q[b, 2] = r2[2]
@@ -107,7 +89,7 @@ def _update_world(b, parent, position, local_t, local_q, world_p, world_q):
             world_p[b, c] = position[b, c] + local_t[b, c]
         return
     pq = world_q[p]
-    r = _qrot(pq[0], pq[1], pq[2], pq[3],
+    r = qrot_scalar(pq[0], pq[1], pq[2], pq[3],
               position[b, 0] - position[p, 0] + local_t[b, 0],
               position[b, 1] - position[p, 1] + local_t[b, 1],
               position[b, 2] - position[p, 2] + local_t[b, 2])
@@ -115,7 +97,7 @@ def _update_world(b, parent, position, local_t, local_q, world_p, world_q):
     world_p[b, 1] = world_p[p, 1] + r[1]
     world_p[b, 2] = world_p[p, 2] + r[2]
     lq = local_q[b]
-    w = _qm(pq[0], pq[1], pq[2], pq[3], lq[0], lq[1], lq[2], lq[3])
+    w = qmul_scalar(pq[0], pq[1], pq[2], pq[3], lq[0], lq[1], lq[2], lq[3])
     world_q[b, 0] = w[0]
     world_q[b, 1] = w[1]
     world_q[b, 2] = w[2]
@@ -149,8 +131,8 @@ def _solve_ik(k, parent, position, ik_target, ik_loop, ik_limit, ik_link_start, 
                 break
             wq = world_q[link]
             lx, ly, lz = world_p[link, 0], world_p[link, 1], world_p[link, 2]
-            a_ = _qrot(-wq[0], -wq[1], -wq[2], wq[3], tx - lx, ty - ly, tz - lz)
-            b_ = _qrot(-wq[0], -wq[1], -wq[2], wq[3], gx - lx, gy - ly, gz - lz)
+            a_ = qrot_scalar(-wq[0], -wq[1], -wq[2], wq[3], tx - lx, ty - ly, tz - lz)
+            b_ = qrot_scalar(-wq[0], -wq[1], -wq[2], wq[3], gx - lx, gy - ly, gz - lz)
             nt = math.sqrt(a_[0] ** 2 + a_[1] ** 2 + a_[2] ** 2)
             ng = math.sqrt(b_[0] ** 2 + b_[1] ** 2 + b_[2] ** 2)
             if nt < 1e-9 or ng < 1e-9:
@@ -162,7 +144,7 @@ def _solve_ik(k, parent, position, ik_target, ik_loop, ik_limit, ik_link_start, 
             mode = ik_link_mode[l0 + li]
             ap = app_q[link]
             an = anim_q[link]
-            rest = _qm(ap[0], ap[1], ap[2], ap[3], an[0], an[1], an[2], an[3])
+            rest = qmul_scalar(ap[0], ap[1], ap[2], ap[3], an[0], an[1], an[2], an[3])
             if mode >= 2:
                 a = mode - 2
                 # hinge: signed angle between the projections on the plane ⟂ axis a
@@ -224,7 +206,7 @@ def _solve_ik(k, parent, position, ik_target, ik_loop, ik_limit, ik_link_start, 
                     continue
                 sh = math.sin(0.5 * angle) / na
                 cq = local_q[link]
-                r = _qm(cq[0], cq[1], cq[2], cq[3], cx * sh, cy * sh, cz * sh, math.cos(0.5 * angle))
+                r = qmul_scalar(cq[0], cq[1], cq[2], cq[3], cx * sh, cy * sh, cz * sh, math.cos(0.5 * angle))
                 n = math.sqrt(r[0] ** 2 + r[1] ** 2 + r[2] ** 2 + r[3] ** 2)
                 for c in range(4):
                     new[c] = r[c] / n
@@ -235,7 +217,7 @@ def _solve_ik(k, parent, position, ik_target, ik_loop, ik_limit, ik_link_start, 
                     new[:] = euler_xyz_to_quat(e)
             for c in range(4):
                 local_q[link, c] = new[c]
-            r = _qm(new[0], new[1], new[2], new[3], -rest[0], -rest[1], -rest[2], rest[3])
+            r = qmul_scalar(new[0], new[1], new[2], new[3], -rest[0], -rest[1], -rest[2], rest[3])
             n = math.sqrt(r[0] ** 2 + r[1] ** 2 + r[2] ** 2 + r[3] ** 2)
             for c in range(4):
                 ik_q[link, c] = r[c] / n

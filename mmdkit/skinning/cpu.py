@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from mmdkit.mathutil import qrot_scalar
 from mmdkit.errors import BuildError
 from mmdkit.model.model import DEFORM_BDEF1, DEFORM_BDEF2, DEFORM_BDEF4, DEFORM_QDEF, DEFORM_SDEF
 
@@ -54,17 +55,6 @@ def _mat_quat(M, b):
         z = 0.25 * s
     n = np.sqrt(x * x + y * y + z * z + w * w)
     return x / n, y / n, z / n, w / n
-
-
-@njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def _qrot(x, y, z, w, vx, vy, vz):
-    """Rotate vector v by unit quaternion (x, y, z, w): v + 2w(q×v) + 2q×(q×v)."""
-    tx = 2.0 * (y * vz - z * vy)
-    ty = 2.0 * (z * vx - x * vz)
-    tz = 2.0 * (x * vy - y * vx)
-    return (vx + w * tx + (y * tz - z * ty),
-            vy + w * ty + (z * tx - x * tz),
-            vz + w * tz + (x * ty - y * tx))
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
@@ -145,7 +135,7 @@ def _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr
             ql = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
             qx /= ql; qy /= ql; qz /= ql; qw /= ql
             cx = sdef_c[s, 0]; cy = sdef_c[s, 1]; cz = sdef_c[s, 2]
-            rx, ry, rz = _qrot(qx, qy, qz, qw, px - cx, py - cy, pz - cz)
+            rx, ry, rz = qrot_scalar(qx, qy, qz, qw, px - cx, py - cy, pz - cz)
             ax = sdef_cr0[s, 0]; ay = sdef_cr0[s, 1]; az = sdef_cr0[s, 2]
             bx = sdef_cr1[s, 0]; by = sdef_cr1[s, 1]; bz = sdef_cr1[s, 2]
             for i in range(3):
@@ -157,7 +147,7 @@ def _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr
                     out_p[v, 1] = ry + t
                 else:
                     out_p[v, 2] = rz + t
-            mx, my, mz = _qrot(qx, qy, qz, qw, nx, ny, nz)
+            mx, my, mz = qrot_scalar(qx, qy, qz, qw, nx, ny, nz)
             _store_normal(out_n, v, mx, my, mz)
         else:  # QDEF: blend unit dual quaternions of up to four bones
             rx = np.float32(0.0); ry = np.float32(0.0); rz = np.float32(0.0); rw = np.float32(0.0)
@@ -195,9 +185,9 @@ def _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr
             tx = 2.0 * (-dw * rx + dx * rw - dy * rz + dz * ry)
             ty = 2.0 * (-dw * ry + dy * rw - dz * rx + dx * rz)
             tz = 2.0 * (-dw * rz + dz * rw - dx * ry + dy * rx)
-            ox, oy, oz = _qrot(rx, ry, rz, rw, px, py, pz)
+            ox, oy, oz = qrot_scalar(rx, ry, rz, rw, px, py, pz)
             out_p[v, 0] = ox + tx; out_p[v, 1] = oy + ty; out_p[v, 2] = oz + tz
-            mx, my, mz = _qrot(rx, ry, rz, rw, nx, ny, nz)
+            mx, my, mz = qrot_scalar(rx, ry, rz, rw, nx, ny, nz)
             _store_normal(out_n, v, mx, my, mz)
 
 
