@@ -151,3 +151,15 @@ def test_bad_file_is_one_line_error(tmp_path):
     assert r.returncode != 0
     assert "Traceback" not in r.stderr and "bad.pmx" in r.stderr
     assert not (tmp_path / "x.npz").exists()
+
+
+def test_fused_and_staged_updates_agree(gene, wavefile):
+    a, b = Character(gene, wavefile), Character(gene, wavefile)
+    for f in (0, 10, 500, 1200.5):
+        a.update(f)
+        b.update(f, timed=True)
+        np.testing.assert_array_equal(a.bone_world, b.bone_world)
+        np.testing.assert_array_equal(a.morph_weight, b.morph_weight)
+        np.testing.assert_array_equal(a.vertex_offset, b.vertex_offset)
+        np.testing.assert_array_equal(a.material_diffuse, b.material_diffuse)
+    assert b.stage_seconds["bones_before_physics"] > 0

@@ -20,6 +20,7 @@ from mmdkit.animation.sampling import sample_bone_physics, sample_bones, sample_
 from mmdkit.model import model as M
 from mmdkit.pose import bones as K
 from mmdkit.pose import morph as MK
+from mmdkit.pose.frame import frame_before_physics
 from mmdkit.pose.rig import Rig, build_rig
 
 FPS = 30.0
@@ -175,12 +176,10 @@ class Character:
                       self.ik_enabled, self._anim_t, self._anim_q, self._ik_q, self._app_t,
                       self._app_q, self._local_t, self._local_q, self._world_p, self._world_q)
 
-    def update(self, frame: float, *, timed: bool = False):
-        """Pose this character at ``frame`` (fractional allowed). Seeking resets physics."""
+    def _stages_before_physics(self, frame):
+        """sample → morphs → bones pass 1, stage by stage (timed)."""
         m, b, r = self.model, self.bound, self.rig
         clock = time.perf_counter
-        t0 = clock()
-        frame = float(frame)
         sample_bones(frame, b.bone_key_start, b.bone_key_frame, b.bone_key_translation,
                      b.bone_key_rotation, b.bone_key_curve, self._anim_t, self._anim_q)
         sample_scalars(frame, b.morph_key_start, b.morph_key_frame, b.morph_key_weight, self._raw_w)
@@ -203,7 +202,35 @@ class Character:
         t2 = clock()
         self._solve(r.pass1)
         K.write_matrices(r.position, self._world_p, self._world_q, self.bone_world, self.bone_skin)
-        t3 = clock()
+        self._t = (t1, t2, clock())
+
+    def update(self, frame: float, *, timed: bool = False):
+        """Pose this character at ``frame`` (fractional allowed). Seeking resets physics."""
+        m, b, r = self.model, self.bound, self.rig
+        clock = time.perf_counter
+        t0 = clock()
+        frame = float(frame)
+        if not timed:  # the same stage kernels, in one compiled call
+            frame_before_physics(
+                frame, b.bone_key_start, b.bone_key_frame, b.bone_key_translation, b.bone_key_rotation,
+                b.bone_key_curve, b.morph_key_start, b.morph_key_frame, b.morph_key_weight, b.ik_key_start,
+                b.ik_key_frame, b.ik_key_enabled, r.morph_is_leaf, r.group_start, r.group_target,
+                r.group_weight, m.bone_morph_start, m.bone_morph_bone, m.bone_morph_translation,
+                m.bone_morph_rotation, m.vertex_morph_start, m.vertex_morph_vertex, m.vertex_morph_offset,
+                self._m_kind, m.uv_morph_start, m.uv_morph_vertex, m.uv_morph_offset, m.material_morph_start,
+                m.material_morph_material, m.material_morph_op, self._mat_values, self._mat_base,
+                r.pass1, r.parent, r.position, r.flags, r.append_parent, r.append_ratio, r.fixed_axis,
+                r.bone_ik, r.ik_target, r.ik_loop, r.ik_limit, r.ik_link_start, r.ik_link_bone,
+                r.ik_link_mode, r.ik_link_lower, r.ik_link_upper, r.ik_path_start, r.ik_path_bone,
+                r.ik_after_start, r.ik_after_bone, self.ik_enabled, self._raw_w, self._eff_w,
+                self._prev_vw, self._prev_uw, self.morph_weight, self.vertex_offset, self.uv_offset,
+                self.additional_uv_offset, self._mat_mul, self._mat_add, self._mat_out, self._anim_t,
+                self._anim_q, self._ik_q, self._app_t, self._app_q, self._local_t, self._local_q,
+                self._world_p, self._world_q, self.bone_world, self.bone_skin)
+            t1 = t2 = t3 = clock()
+        else:
+            self._stages_before_physics(frame)
+            t1, t2, t3 = self._t
         if self.physics is not None:
             seek = self.frame is None or not (0.0 < frame - self.frame <= 2.0)
             if self._has_physics_keys:
