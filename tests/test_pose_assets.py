@@ -121,13 +121,14 @@ def test_cli_bench_json(assets):
     import json
 
     r = subprocess.run([sys.executable, "-m", "mmdkit", "bench", str(assets / "gene" / "Gene.pmx"),
-                        str(assets / "wavefile" / "wavefile_v2.vmd"), "--frames", "20", "--no-skinning", "--json"],
+                        str(assets / "wavefile" / "wavefile_v2.vmd"), "--frames", "20", "--physics", "--json"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     for k in ("sample", "morph", "bones_before_physics", "physics", "bones_after_physics", "skinning", "total"):
         assert k in d and d[k] >= 0
-    assert d["total"] > 0
+    assert d["total"] > 0 and d["physics_enabled"] is True
+    assert isinstance(d["physics"], float) and d["physics"] > 0 and d["skinning"] > 0
 
 
 def test_cli_pose_with_physics_and_vertices(assets, tmp_path):

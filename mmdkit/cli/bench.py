@@ -58,7 +58,7 @@ def command(model_path, motion_path, num_frames, physics, skinning, as_json):
         total[i] = t2 - t0
     result = {s: float(np.median(rows[s]) * 1e3) for s in STAGES}
     result["total"] = float(np.median(total) * 1e3)
-    result.update(frames=num_frames, bones=model.num_bones, vertices=V, physics=bool(physics))
+    result.update(frames=num_frames, bones=model.num_bones, vertices=V, physics_enabled=bool(physics))
     if as_json:
         click.echo(json.dumps(result))
         return
