@@ -167,3 +167,47 @@ def test_palette_batches_draw_like_bone_texture(ctx, assets, palette):
     diff = np.abs(tex.astype(int) - pal.astype(int)).max(axis=2)
     assert (diff > 40).mean() < 0.002
     assert (np.abs(pal.astype(int) - 255).sum(axis=2) > 30).mean() > 0.05
+
+
+def test_ground_shadow_and_vmd_light_and_audio(tmp_path, ctx):
+    import math
+    import wave
+
+    import av
+
+    # ground shadow: pixels below the feet darken only when it is on
+    model = demo_model()
+    on = render_still(model, size=(160, 120), ctx=ctx)
+    ren = Renderer(model, (160, 120), 4, ctx=ctx, ground_shadow=False)
+    from mmdkit.render.camera import auto_view
+
+    view, d = auto_view(model.vertex_position.min(0), model.vertex_position.max(0), 30.0, 160 / 120)
+    off = ren.render(np.broadcast_to(np.eye(4, dtype=np.float32), (model.num_bones, 4, 4)), view,
+                     perspective(30.0, 160 / 120), eye_distance=d)
+    grey = lambda img: ((np.abs(img.astype(int) - 153) < 12).all(axis=2)).sum()  # noqa: E731
+    assert grey(on) > grey(off) + 20
+    # a VMD light changes the picture; an audio track is muxed in
+    from mmdkit.model.builder import MotionBuilder
+    from mmdkit.render.pipeline import render_motion
+
+    mo = MotionBuilder()
+    mo.add_light_key(0, (1.0, 0.3, 0.3), (0.0, -1.0, 0.0))
+    wav = tmp_path / "tone.wav"
+    with wave.open(str(wav), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(22050)
+        w.writeframes(b"".join(int(8000 * math.sin(i / 10)).to_bytes(2, "little", signed=True)
+                               for i in range(22050)))
+    out = tmp_path / "lit.mp4"
+    render_motion(model, demo_motion(1.0), str(out), frames=range(3), camera=mo.build(), size=(64, 48),
+                  physics=False, progress=False, audio=str(wav))
+    with av.open(str(out)) as c:
+        assert len(c.streams.audio) == 1
+        frame = next(c.decode(c.streams.video[0])).to_ndarray(format="rgb24")
+    plain = tmp_path / "plain.mp4"
+    render_motion(model, demo_motion(1.0), str(plain), frames=range(3), size=(64, 48), physics=False,
+                  progress=False)
+    with av.open(str(plain)) as c:
+        frame0 = next(c.decode(c.streams.video[0])).to_ndarray(format="rgb24")
+    assert np.abs(frame.astype(int) - frame0.astype(int)).mean() > 1.0

@@ -49,13 +49,15 @@ class Renderer:
     """Draws one Model (any number of instances) into an offscreen MSAA framebuffer."""
 
     def __init__(self, model, size=(1280, 720), msaa: int = 4, *, instances: int = 1,
-                 model_dir: str | None = None, ctx=None, edges: bool = True, palette_size: int | None = None):
+                 model_dir: str | None = None, ctx=None, edges: bool = True, palette_size: int | None = None,
+                 ground_shadow: bool = True):
         self.model = model
         self.width, self.height = int(size[0]), int(size[1])
         self.ctx = ctx or create_context()
         ctx = self.ctx
         self.instances = int(instances)
         self.edges = edges
+        self.ground_shadow = ground_shadow
         samples = min(int(msaa), ctx.max_samples) if msaa and msaa > 1 else 0
         self._fbo_ms = ctx.framebuffer(
             color_attachments=[ctx.renderbuffer((self.width, self.height), 4, samples=samples)],
@@ -140,7 +142,8 @@ class Renderer:
         self._inst.write(np.ascontiguousarray(offsets, np.float32).tobytes())
 
     def render(self, bone_skin, view, proj, *, vertex_offset=None, uv_offset=None, diffuse=None,
-               light_dir=(-0.5, -1.0, 0.5), background=(1.0, 1.0, 1.0), eye_distance: float = 40.0):
+               light_dir=(-0.5, -1.0, 0.5), light_color=None, background=(1.0, 1.0, 1.0),
+               eye_distance: float = 40.0):
         """Draw one frame; returns (H, W, 3) uint8.
 
         bone_skin: (B,4,4) or (instances,B,4,4) float32 skinning matrices (column vectors).
@@ -178,12 +181,26 @@ class Renderer:
             p["u_bones"].value = 0
         L = np.asarray(light_dir, np.float64)
         p["u_light_dir"].value = tuple(L / np.linalg.norm(L))
-        p["u_light_color"].value = (LIGHT_COLOR,) * 3
+        p["u_light_color"].value = tuple(float(c) for c in light_color) if light_color is not None \
+            else (LIGHT_COLOR,) * 3
         p["u_tex"].value = 1
         p["u_sphere"].value = 2
         p["u_toon"].value = 3
         self.bone_tex.use(0)
         flags = model.material_flags
+        p["u_ground_shadow"].value = 0.0
+        p["u_shadow_color"].value = (0.6, 0.6, 0.62, 1.0)
+        if self.ground_shadow:  # MMD's ground shadow: the mesh flattened onto y = 0 along the light
+            p["u_ground_shadow"].value = 1.0
+            p["u_edge"].value = 0.0
+            ctx.disable(moderngl.CULL_FACE)
+            for m in range(model.num_materials):
+                if flags[m] & M.MATERIAL_GROUND_SHADOW and diffuse[m, 3] > 0.0:
+                    for first, count, batch in self._ranges[m]:
+                        if batch >= 0:
+                            self._palette_ubo.write(self._palette_buf[batch].tobytes())
+                        self.vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)
+            p["u_ground_shadow"].value = 0.0
         for pass_edge in ((False, True) if self.edges else (False,)):
             p["u_edge"].value = 1.0 if pass_edge else 0.0
             for m in range(model.num_materials):

@@ -32,6 +32,14 @@ class Mp4Writer:
         self.stream.pix_fmt = "yuv420p"
         self.stream.options = {"crf": str(crf), "preset": "veryfast"}
         self.audio = audio
+        self._audio_out = None
+        if audio:  # streams must exist before the first packet is written
+            with av.open(audio) as src:
+                ain = next((st for st in src.streams if st.type == "audio"), None)
+                if ain is None:
+                    raise ValueError(f"{audio}: no audio stream")
+                self._audio_rate = ain.rate or 44100
+            self._audio_out = self.container.add_stream("aac", rate=self._audio_rate)
         self.frames = 0
         self.fps = fps
 
@@ -45,20 +53,27 @@ class Mp4Writer:
         self.frames += 1
 
     def _mux_audio(self) -> None:
+        from fractions import Fraction
+
         import av
 
         seconds = self.frames / self.fps
+        rate = self._audio_rate
+        resampler = av.AudioResampler(format="fltp", layout="stereo", rate=rate)
+        pts = 0
         with av.open(self.audio) as src:
-            ain = next(s for s in src.streams if s.type == "audio")
-            aout = self.container.add_stream("aac", rate=ain.rate or 44100)
+            ain = next(st for st in src.streams if st.type == "audio")
             for frame in src.decode(ain):
-                if frame.time is not None and frame.time > seconds:
+                if pts / rate > seconds:
                     break
-                frame.pts = None
-                for packet in aout.encode(frame):
-                    self.container.mux(packet)
-            for packet in aout.encode(None):
-                self.container.mux(packet)
+                for f in resampler.resample(frame):
+                    f.pts = pts
+                    f.time_base = Fraction(1, rate)
+                    pts += f.samples
+                    for packet in self._audio_out.encode(f):
+                        self.container.mux(packet)
+        for packet in self._audio_out.encode(None):
+            self.container.mux(packet)
 
     def close(self) -> None:
         for packet in self.stream.encode(None):

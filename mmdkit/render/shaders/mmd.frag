@@ -5,12 +5,13 @@ uniform vec4 u_diffuse; uniform vec3 u_ambient; uniform vec3 u_specular; uniform
 uniform vec3 u_light_dir; uniform vec3 u_light_color;
 uniform sampler2D u_tex; uniform sampler2D u_sphere; uniform sampler2D u_toon;
 uniform bool u_has_tex; uniform int u_sphere_mode;
-uniform float u_edge; uniform vec4 u_edge_color;
+uniform float u_edge; uniform vec4 u_edge_color; uniform float u_ground_shadow; uniform vec4 u_shadow_color;
 
 in vec3 v_nrm; in vec2 v_uv; in vec3 v_view_nrm; in vec3 v_view_pos;
 out vec4 f_color;
 
 void main() {
+    if (u_ground_shadow > 0.5) { f_color = u_shadow_color; return; }
     if (u_edge > 0.5) { f_color = u_edge_color; return; }
     vec3 N = normalize(v_nrm);
     vec3 L = -u_light_dir;

@@ -7,6 +7,8 @@ uniform mat4 u_view;
 uniform mat4 u_proj;
 uniform float u_edge;       // 1 = edge pass: push along the normal
 uniform float u_edge_size;
+uniform float u_ground_shadow;  // 1 = project onto the floor (y = 0) along the light
+uniform vec3 u_light_dir;
 
 in vec3 in_pos; in vec3 in_nrm; in vec2 in_uv; in vec4 in_bw;
 in vec3 in_c; in vec3 in_r0; in vec3 in_r1; in float in_edge;
@@ -105,6 +107,11 @@ void main() {
     nrm = ln > 1e-8 ? nrm / ln : vec3(0.0, 1.0, 0.0);
     pos += in_offset;
     if (u_edge > 0.5) pos += nrm * (u_edge_size * in_edge);
+    if (u_ground_shadow > 0.5) {
+        vec3 L = u_light_dir.y < -0.05 ? u_light_dir : vec3(u_light_dir.x, -0.05, u_light_dir.z);
+        pos = pos - L * (pos.y / L.y);
+        pos.y = 0.01;
+    }
     vec4 vp = u_view * vec4(pos, 1.0);
     v_nrm = nrm;
     v_view_nrm = mat3(u_view) * nrm;
