@@ -35,10 +35,11 @@ def main():
     motion = mmdkit.load(ASSETS / "wavefile" / "wavefile_v2.vmd")
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "gene.mp4")
-        stats = render_motion(model, motion, out, frames=range(a.frames), size=size, msaa=4, physics=True,
-                              progress=False, warn=lambda m: None)
-        print(f"end to end: {stats['frames']} frames in {stats['seconds']:.2f} s = {stats['fps']:.1f} frames/s "
-              f"({size[0]}x{size[1]}, 4x MSAA, physics on, H.264)")
+        for shadow in (True, False):
+            stats = render_motion(model, motion, out, frames=range(a.frames), size=size, msaa=4, physics=True,
+                                  progress=False, warn=lambda m: None, ground_shadow=shadow)
+            print(f"end to end: {stats['frames']} frames in {stats['seconds']:.2f} s = {stats['fps']:.1f} frames/s "
+                  f"({size[0]}x{size[1]}, 4x MSAA, physics on, H.264, ground shadow {'on' if shadow else 'off'})")
         # the parts, each alone
         ch = Character(model, motion, MMDPhysics(model))
         ren = Renderer(model, size, 4)
