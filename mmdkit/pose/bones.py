@@ -121,7 +121,7 @@ def _solve_ik(k, parent, position, ik_target, ik_loop, ik_limit, ik_link_start, 
     new = np.empty(4)
     for it in range(loops):
         d2 = (world_p[target, 0] - gx) ** 2 + (world_p[target, 1] - gy) ** 2 + (world_p[target, 2] - gz) ** 2
-        if d2 < 1e-10 or (it > half and abs(prev - d2) < 1e-9 * (1.0 + d2)):
+        if d2 < 1e-10 or (it > half and abs(prev - d2) < 1e-12):
             break  # reached, or converged (unreachable goal) after the bend-forcing half
         prev = d2
         for li in range(l1 - l0):
