@@ -312,3 +312,25 @@ def test_vmd_physics_flags_switch_bodies_through_character():
     assert phys.driven_bone_mask[1:].all()
     assert phys.body_world[1:, 1, 3].min() < 18.0  # simulated again: the chain fell
     assert np.isfinite(ch.bone_world).all()
+
+
+def test_physics_modes_playing_always_off():
+    from mmdkit.pose import Character
+
+    model = chain_model()
+    rest = rest_bones(model)
+    tip = model.num_bones - 1
+    chars = {m: Character(model, None, physics=MMDPhysics(model, warmup_steps=0), physics_mode=m)
+             for m in ("playing", "always", "off")}
+    for ch in chars.values():
+        ch.update(0)
+        ch.update(1)
+    y = {m: ch.bone_world[tip, 1, 3] for m, ch in chars.items()}
+    for _ in range(10):  # paused on frame 1
+        for ch in chars.values():
+            ch.update(1)
+    assert chars["playing"].bone_world[tip, 1, 3] == pytest.approx(y["playing"], abs=1e-5)  # holds
+    assert chars["always"].bone_world[tip, 1, 3] < y["always"] - 0.5  # keeps falling
+    np.testing.assert_allclose(chars["off"].bone_world, rest, atol=1e-5)  # bones follow the (empty) motion
+    with pytest.raises(ValueError):
+        Character(model, None, physics_mode="sometimes")

@@ -211,3 +211,19 @@ def test_ground_shadow_and_vmd_light_and_audio(tmp_path, ctx):
     with av.open(str(plain)) as c:
         frame0 = next(c.decode(c.streams.video[0])).to_ndarray(format="rgb24")
     assert np.abs(frame.astype(int) - frame0.astype(int)).mean() > 1.0
+
+
+def test_material_morph_tints_reach_the_shader(ctx):
+    model = demo_model()
+    Mn = model.num_materials
+    ren = Renderer(model, (96, 72), 0, ctx=ctx, edges=False, ground_shadow=False)
+    from mmdkit.render.camera import auto_view
+
+    view, d = auto_view(model.vertex_position.min(0), model.vertex_position.max(0), 30.0, 96 / 72)
+    eye = np.broadcast_to(np.eye(4, dtype=np.float32), (model.num_bones, 4, 4))
+    plain = ren.render(eye, view, perspective(30.0, 96 / 72))
+    dark = {"toon": (np.full((Mn, 4), 0.2, np.float32), np.zeros((Mn, 4), np.float32))}
+    tinted = ren.render(eye, view, perspective(30.0, 96 / 72), tints=dark)
+    body = np.abs(plain.astype(int) - 255).sum(axis=2) > 30
+    assert body.sum() > 50
+    assert tinted[body].mean() < plain[body].mean() * 0.6

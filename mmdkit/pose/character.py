@@ -62,7 +62,9 @@ def _material_values(model):
 class Character:
     """Model + motion + own pose state. Many characters may share one Model."""
 
-    def __init__(self, model, motion=None, physics=None, *, fps: float = FPS):
+    PHYSICS_MODES = ("playing", "always", "off")
+
+    def __init__(self, model, motion=None, physics=None, *, fps: float = FPS, physics_mode: str = "playing"):
         if isinstance(motion, Pose):
             motion = motion_from_pose(motion)
         self.model = model
@@ -71,6 +73,11 @@ class Character:
         self.rig = rig_for(model)
         self.bound: BoundMotion = bind_motion(model, motion)
         self.physics = physics
+        if physics_mode not in self.PHYSICS_MODES:
+            raise ValueError(f"physics_mode must be one of {self.PHYSICS_MODES}, not {physics_mode!r}")
+        # MMD's modes: 'playing' simulates as frames advance (a repeated frame holds the bodies),
+        # 'always' keeps simulating on a repeated frame (paused playback), 'off' lets bones follow keys
+        self.physics_mode = physics_mode
         B, N, V = model.num_bones, model.num_morphs, model.num_vertices
         A = 0 if model.vertex_additional_uv is None else model.vertex_additional_uv.shape[1]
         Kik = len(model.ik_bone)
@@ -231,8 +238,11 @@ class Character:
         else:
             self._stages_before_physics(frame)
             t1, t2, t3 = self._t
-        if self.physics is not None:
-            seek = self.frame is None or not (0.0 < frame - self.frame <= 2.0)
+        if self.physics is not None and self.physics_mode != "off":
+            delta = 0.0 if self.frame is None else frame - self.frame
+            seek = self.frame is None or not (0.0 <= delta <= 2.0)
+            if delta == 0.0 and self.physics_mode == "always":
+                delta = 1.0  # paused: time goes on for the simulation
             if self._has_physics_keys:
                 sample_bone_physics(frame, b.bone_key_start, b.bone_key_frame, b.bone_key_physics,
                                     self.bone_physics)
@@ -243,7 +253,7 @@ class Character:
             if seek:
                 self.physics.reset(self.bone_world)
             else:
-                self.physics.step((frame - self.frame) / self.fps, self.bone_world)
+                self.physics.step(delta / self.fps, self.bone_world)
             K.read_driven(self._driven, self.bone_world, self._world_p, self._world_q)
             K.refresh_worlds(self._refresh, r.parent, r.position, self._local_t, self._local_q,
                              self._world_p, self._world_q)

@@ -143,13 +143,14 @@ class Renderer:
 
     def render(self, bone_skin, view, proj, *, vertex_offset=None, uv_offset=None, diffuse=None,
                light_dir=(-0.5, -1.0, 0.5), light_color=None, background=(1.0, 1.0, 1.0),
-               eye_distance: float = 40.0):
+               eye_distance: float = 40.0, tints=None):
         """Draw one frame; returns (H, W, 3) uint8.
 
         bone_skin: (B,4,4) or (instances,B,4,4) float32 skinning matrices (column vectors).
         view, proj: (4,4) camera matrices (see mmdkit.render.camera).
         vertex_offset (V,3), uv_offset (V,4): morph offsets of instance 0 (shared by a crowd).
         diffuse: (M,4) material diffuse after material morphs (default: the model's).
+        tints: {'texture'|'sphere'|'toon': (mul (M,4), add (M,4))} from ``Character.material_tint``.
         """
         ctx, model = self.ctx, self.model
         pb = self.palette
@@ -227,6 +228,14 @@ class Renderer:
                     p["u_specular"].value = tuple(float(x) for x in model.material_specular[m])
                     p["u_spec_power"].value = float(model.material_specular_power[m])
                     p["u_has_tex"].value = t is not None
+                    for kind, (um, ua) in (("texture", ("u_tex_mul", "u_tex_add")),
+                                           ("sphere", ("u_sph_mul", "u_sph_add")),
+                                           ("toon", ("u_toon_mul", "u_toon_add"))):
+                        mul, add = ((1.0,) * 4, (0.0,) * 4) if not tints or kind not in tints else (
+                            tuple(float(x) for x in tints[kind][0][m]), tuple(float(x) for x in tints[kind][1][m]))
+                        if um in p:
+                            p[um].value = mul
+                            p[ua].value = add
                     p["u_sphere_mode"].value = int(model.material_sphere_mode[m]) if s is not None else 0
                     (t or self._white).use(1)
                     (s or self._white).use(2)

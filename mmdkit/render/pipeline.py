@@ -75,7 +75,8 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
             ch.update(f + k * crowd_frame_offset)
             skins[k] = ch.bone_skin
         c0 = chars[0]
-        return skins, c0.vertex_offset.copy(), c0.uv_offset.copy(), c0.material_diffuse.copy()
+        tints = {k: tuple(a.copy() for a in c0.material_tint(k)) for k in ("texture", "sphere", "toon")}
+        return skins, c0.vertex_offset.copy(), c0.uv_offset.copy(), c0.material_diffuse.copy(), tints
 
     bar = None
     if progress:
@@ -88,7 +89,7 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
             nxt = pose_pool.submit(pose_frame, frames[0])
             enc = None
             for i in range(len(frames)):
-                skins, voff, uvoff, diffuse = nxt.result()
+                skins, voff, uvoff, diffuse, tints = nxt.result()
                 if i + 1 < len(frames):
                     nxt = pose_pool.submit(pose_frame, frames[i + 1])
                 if cam is not None:
@@ -99,7 +100,7 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
                     view, proj, dist = auto, perspective(30.0, aspect), auto_dist
                 lk = {} if light is None else {"light_dir": light["direction"][i], "light_color": light["color"][i]}
                 img = ren.render(skins, view, proj, vertex_offset=voff, uv_offset=uvoff, diffuse=diffuse,
-                                 eye_distance=dist, **lk)
+                                 eye_distance=dist, tints=tints, **lk)
                 if enc is not None:
                     enc.result()
                 enc = enc_pool.submit(writer.write, img)

@@ -5,6 +5,9 @@ uniform vec4 u_diffuse; uniform vec3 u_ambient; uniform vec3 u_specular; uniform
 uniform vec3 u_light_dir; uniform vec3 u_light_color;
 uniform sampler2D u_tex; uniform sampler2D u_sphere; uniform sampler2D u_toon;
 uniform bool u_has_tex; uniform int u_sphere_mode;
+// material-morph tints (texture, sphere, toon): colour * mul + add
+uniform vec4 u_tex_mul; uniform vec4 u_tex_add; uniform vec4 u_sph_mul; uniform vec4 u_sph_add;
+uniform vec4 u_toon_mul; uniform vec4 u_toon_add;
 uniform float u_edge; uniform vec4 u_edge_color; uniform float u_ground_shadow; uniform vec4 u_shadow_color;
 
 in vec3 v_nrm; in vec2 v_uv; in vec3 v_view_nrm; in vec3 v_view_pos;
@@ -18,18 +21,18 @@ void main() {
     vec3 color = clamp(u_ambient + u_diffuse.rgb * u_light_color, 0.0, 1.0);
     float alpha = u_diffuse.a;
     if (u_has_tex) {
-        vec4 t = texture(u_tex, vec2(v_uv.x, 1.0 - v_uv.y));
+        vec4 t = texture(u_tex, vec2(v_uv.x, 1.0 - v_uv.y)) * u_tex_mul + u_tex_add;
         color *= t.rgb;
         alpha *= t.a;
     }
     if (u_sphere_mode != 0) {
         vec3 vn = normalize(v_view_nrm);
         vec2 suv = vec2(vn.x * 0.5 + 0.5, vn.y * 0.5 + 0.5);
-        vec3 s = texture(u_sphere, suv).rgb;
+        vec3 s = (texture(u_sphere, suv) * u_sph_mul + u_sph_add).rgb;
         if (u_sphere_mode == 1) color *= s; else if (u_sphere_mode == 2) color += s;
     }
     float lambert = dot(N, L);
-    vec3 toon = texture(u_toon, vec2(0.5, 1.0 - clamp(0.5 - 0.5 * lambert, 0.0, 1.0))).rgb;
+    vec3 toon = (texture(u_toon, vec2(0.5, 1.0 - clamp(0.5 - 0.5 * lambert, 0.0, 1.0))) * u_toon_mul + u_toon_add).rgb;
     color *= toon;
     if (u_spec_power > 0.0) {
         vec3 V = normalize(-v_view_pos);
