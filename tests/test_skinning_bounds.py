@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import mmdkit
-from mmdkit.model import model as M
 from mmdkit.model.builder import ModelBuilder
 from mmdkit.skinning.bounds import BoneBoxes
 from mmdkit.skinning.cpu import CpuSkinner
