@@ -37,12 +37,10 @@ def create_context():
                            "(Debian/Ubuntu: apt-get install libegl1 libgl1 libegl-mesa0)") from e
 
 
-def _shader(name: str, defines: str = "") -> str:
-    src = resources.files("mmdkit.render").joinpath("shaders", name).read_text()
-    if defines:
-        first, rest = src.split("\n", 1)
-        src = f"{first}\n{defines}\n{rest}"
-    return src
+def _shader(*names: str, defines: str = "") -> str:
+    """GLSL source: '#version 330', the defines, then the named files of shaders/ in order."""
+    root = resources.files("mmdkit.render").joinpath("shaders")
+    return "\n".join(["#version 330", defines] + [root.joinpath(n).read_text() for n in names])
 
 
 class Renderer:
@@ -90,7 +88,18 @@ class Renderer:
                 self._ranges[int(pb.batch_material[b])].append((int(fs[b]) * 3, int(fs[b + 1] - fs[b]) * 3, b))
             self._palette_ubo = ctx.buffer(reserve=pb.palette_size * 64)
             self._palette_buf = np.empty((pb.num_batches, pb.palette_size, 4, 4), f32)
-        self.prog = ctx.program(vertex_shader=_shader("skin.vert", defines), fragment_shader=_shader("mmd.frag"))
+        frag = _shader("mmd.frag")
+        # one character from the bone texture: skin each vertex once per frame into a buffer
+        # (transform feedback) and draw the main, edge and shadow passes from it; crowds and the
+        # palette path skin in the drawing vertex shader instead
+        self._feedback = self.palette is None and self.instances == 1
+        if self._feedback:
+            self._skin_prog = ctx.program(vertex_shader=_shader("skin.vert", defines="#define SKIN_ONLY"),
+                                          varyings=["tf_pos", "tf_nrm"])
+            self.prog = ctx.program(vertex_shader=_shader("pass.glsl", "draw.vert"), fragment_shader=frag)
+        else:
+            self._skin_prog = self.prog = ctx.program(vertex_shader=_shader("pass.glsl", "skin.vert", defines=defines),
+                                                      fragment_shader=frag)
         if self.palette is not None:
             self.prog["Palette"].binding = 0
         static = np.concatenate([
@@ -109,14 +118,20 @@ class Renderer:
         self._idx = ctx.buffer(np.ascontiguousarray(np.asarray(faces, np.int32)).tobytes())
         self._inst = ctx.buffer(reserve=self.instances * 3 * 4)
         self._inst.write(np.zeros((self.instances, 3), f32).tobytes())
-        self.vao = ctx.vertex_array(self.prog, [
+        inputs = [
             (self._vbo, "3f 3f 2f 4f 3f 3f 3f 1f", "in_pos", "in_nrm", "in_uv", "in_bw", "in_c", "in_r0",
              "in_r1", "in_edge"),
             (self._ibo_int, "4i 1i", "in_bi", "in_deform"),
             (self._morph, "3f", "in_moff"),
             (self._uvoff, "4f", "in_uvoff"),
             (self._inst, "3f/i", "in_offset"),
-        ], index_buffer=self._idx, index_element_size=4)
+        ]
+        if self._feedback:
+            self._skinned = ctx.buffer(reserve=V * 6 * 4)
+            self._skin_vao = ctx.vertex_array(self._skin_prog, inputs, skip_errors=True)
+            inputs = [(self._skinned, "3f 3f", "in_skin_pos", "in_skin_nrm")] + inputs
+        self.vao = ctx.vertex_array(self.prog, inputs, index_buffer=self._idx, index_element_size=4,
+                                    skip_errors=True)
         self.bone_tex = ctx.texture((4, B * self.instances), 4, dtype="f4")
         self.bone_tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
         folder = model_dir if model_dir is not None else (
@@ -178,8 +193,11 @@ class Renderer:
         p["u_view"].write(np.ascontiguousarray(np.asarray(view, np.float32).T).tobytes())
         p["u_proj"].write(np.ascontiguousarray(np.asarray(proj, np.float32).T).tobytes())
         if pb is None:
-            p["u_num_bones"].value = self.num_bones
-            p["u_bones"].value = 0
+            self._skin_prog["u_num_bones"].value = self.num_bones
+            self._skin_prog["u_bones"].value = 0
+        if self._feedback:
+            self.bone_tex.use(0)
+            self._skin_vao.transform(self._skinned, mode=moderngl.POINTS, vertices=self.model.num_vertices)
         L = np.asarray(light_dir, np.float64)
         p["u_light_dir"].value = tuple(L / np.linalg.norm(L))
         p["u_light_color"].value = tuple(float(c) for c in light_color) if light_color is not None \

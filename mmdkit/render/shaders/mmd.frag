@@ -1,4 +1,3 @@
-#version 330
 // MMD-style shading: ambient + diffuse × light, texture, sphere map (mul/add), toon ramp
 // looked up at v = 0.5 − 0.5·N·L (lit at the top), specular; edges are flat colour.
 uniform vec4 u_diffuse; uniform vec3 u_ambient; uniform vec3 u_specular; uniform float u_spec_power;

@@ -1,21 +1,17 @@
-#version 330
-// GPU skinning: bone matrices from a float texture (4 texels per bone, column-major),
-// BDEF1/2/4 linear blend, SDEF (MMD's formula), QDEF dual-quaternion blend.
+// GPU skinning (appended to "#version 330", optional defines and pass.glsl by the renderer):
+// bone matrices from a float texture (4 texels per bone, column-major) or, with PALETTE, a
+// uniform block; BDEF1/2/4 linear blend, SDEF (MMD's formula), QDEF dual-quaternion blend.
+// With SKIN_ONLY the skinned position/normal go to transform feedback (tf_pos, tf_nrm).
 uniform sampler2D u_bones;
 uniform int u_num_bones;
-uniform mat4 u_view;
-uniform mat4 u_proj;
-uniform float u_edge;       // 1 = edge pass: push along the normal
-uniform float u_edge_size;
-uniform float u_ground_shadow;  // 1 = project onto the floor (y = 0) along the light
-uniform vec3 u_light_dir;
 
-in vec3 in_pos; in vec3 in_nrm; in vec2 in_uv; in vec4 in_bw;
-in vec3 in_c; in vec3 in_r0; in vec3 in_r1; in float in_edge;
+in vec3 in_pos; in vec3 in_nrm; in vec4 in_bw;
+in vec3 in_c; in vec3 in_r0; in vec3 in_r1;
 in ivec4 in_bi; in int in_deform;
-in vec3 in_moff; in vec4 in_uvoff; in vec3 in_offset;
-
-out vec3 v_nrm; out vec2 v_uv; out vec3 v_view_nrm; out vec3 v_view_pos;
+in vec3 in_moff; in vec3 in_offset;
+#ifdef SKIN_ONLY
+out vec3 tf_pos; out vec3 tf_nrm;
+#endif
 
 #ifdef PALETTE
 layout(std140) uniform Palette { mat4 palette[PALETTE]; };
@@ -106,16 +102,11 @@ void main() {
     float ln = length(nrm);
     nrm = ln > 1e-8 ? nrm / ln : vec3(0.0, 1.0, 0.0);
     pos += in_offset;
-    if (u_edge > 0.5) pos += nrm * (u_edge_size * in_edge);
-    if (u_ground_shadow > 0.5) {
-        vec3 L = u_light_dir.y < -0.05 ? u_light_dir : vec3(u_light_dir.x, -0.05, u_light_dir.z);
-        pos = pos - L * (pos.y / L.y);
-        pos.y = 0.01;
-    }
-    vec4 vp = u_view * vec4(pos, 1.0);
-    v_nrm = nrm;
-    v_view_nrm = mat3(u_view) * nrm;
-    v_view_pos = vp.xyz;
-    v_uv = in_uv + in_uvoff.xy;
-    gl_Position = u_proj * vp;
+#ifdef SKIN_ONLY
+    tf_pos = pos;
+    tf_nrm = nrm;
+    gl_Position = vec4(pos, 1.0);
+#else
+    emit(pos, nrm);
+#endif
 }

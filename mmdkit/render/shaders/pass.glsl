@@ -1,0 +1,25 @@
+// Shared by skin.vert and draw.vert: edge push, ground-shadow projection, view/projection,
+// and the varyings mmd.frag reads.
+uniform mat4 u_view;
+uniform mat4 u_proj;
+uniform float u_edge;       // 1 = edge pass: push along the normal
+uniform float u_edge_size;
+uniform float u_ground_shadow;  // 1 = project onto the floor (y = 0) along the light
+uniform vec3 u_light_dir;
+in vec2 in_uv; in vec4 in_uvoff; in float in_edge;
+out vec3 v_nrm; out vec2 v_uv; out vec3 v_view_nrm; out vec3 v_view_pos;
+
+void emit(vec3 pos, vec3 nrm) {
+    if (u_edge > 0.5) pos += nrm * (u_edge_size * in_edge);
+    if (u_ground_shadow > 0.5) {
+        vec3 L = u_light_dir.y < -0.05 ? u_light_dir : vec3(u_light_dir.x, -0.05, u_light_dir.z);
+        pos = pos - L * (pos.y / L.y);
+        pos.y = 0.01;
+    }
+    vec4 vp = u_view * vec4(pos, 1.0);
+    v_nrm = nrm;
+    v_view_nrm = mat3(u_view) * nrm;
+    v_view_pos = vp.xyz;
+    v_uv = in_uv + in_uvoff.xy;
+    gl_Position = u_proj * vp;
+}
