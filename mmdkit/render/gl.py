@@ -212,7 +212,10 @@ class Renderer:
         if self.ground_shadow:  # MMD's ground shadow: the mesh flattened onto y = 0 along the light
             p["u_ground_shadow"].value = 1.0
             p["u_edge"].value = 0.0
-            ctx.disable(moderngl.CULL_FACE)
+            # flattened, a closed mesh's faces that looked away from the light cover the same
+            # silhouette as the others: draw only one side (half the triangles to set up)
+            ctx.enable(moderngl.CULL_FACE)
+            ctx.cull_face = "back"
             for m in range(model.num_materials):
                 if flags[m] & M.MATERIAL_GROUND_SHADOW and diffuse[m, 3] > 0.0:
                     for first, count, batch in self._ranges[m]:
