@@ -18,7 +18,8 @@ from mmdkit.model.model import DEFORM_BDEF1, DEFORM_BDEF2, DEFORM_SDEF
 __all__ = ["BoneBoxes", "GapReport", "strongest_bone"]
 
 
-def _weights(model):
+def effective_weights(model):
+    """(V, 4) float32 weights as the kernels use them (BDEF1 = 1, BDEF2/SDEF = (w, 1 − w))."""
     d = np.asarray(model.vertex_deform)
     bw = np.asarray(model.vertex_bone_weight, np.float32).copy()
     bw[d == DEFORM_BDEF1] = (1, 0, 0, 0)
@@ -30,7 +31,7 @@ def _weights(model):
 
 def strongest_bone(model):
     """(V,) int32: the bone with the largest weight of each vertex (first slot on ties)."""
-    bw = _weights(model)
+    bw = effective_weights(model)
     k = np.argmax(bw, axis=1)
     return np.asarray(model.vertex_bone_index, np.int32)[np.arange(model.num_vertices), k]
 
@@ -187,7 +188,7 @@ class BoneBoxes:
         pairs_v = [np.arange(model.num_vertices)]
         pairs_b = [self.vertex_bone]
         if threshold is not None:
-            bw = _weights(model)
+            bw = effective_weights(model)
             v, k = np.nonzero(bw >= threshold)
             pairs_v.append(v)
             pairs_b.append(np.asarray(model.vertex_bone_index)[v, k])

@@ -13,7 +13,7 @@ from numba import njit, prange
 
 from mmdkit.mathutil import qrot_scalar
 from mmdkit.errors import BuildError
-from mmdkit.model.model import DEFORM_BDEF1, DEFORM_BDEF2, DEFORM_BDEF4, DEFORM_QDEF, DEFORM_SDEF
+from mmdkit.model.model import DEFORM_BDEF1, DEFORM_BDEF2, DEFORM_QDEF, DEFORM_SDEF
 
 __all__ = ["CpuSkinner", "skin_arrays", "prepare_normals"]
 
