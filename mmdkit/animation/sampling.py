@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mmdkit.mathutil import quat_slerp
+from mmdkit.mathutil import qslerp_scalar
 
 _NB = dict(cache=True, nogil=True)
 
@@ -98,12 +98,12 @@ def sample_bones(frame, key_start, key_frame, key_t, key_q, key_curve, out_t, ou
         a = i - 1
         span = key_frame[i] - key_frame[a]
         s = (frame - key_frame[a]) / span
-        cv = key_curve[i]
         for c in range(3):
-            w = bezier_weight(cv[c, 0], cv[c, 1], cv[c, 2], cv[c, 3], s)
+            w = bezier_weight(key_curve[i, c, 0], key_curve[i, c, 1], key_curve[i, c, 2], key_curve[i, c, 3], s)
             out_t[b, c] = key_t[a, c] + (key_t[i, c] - key_t[a, c]) * w
-        w = bezier_weight(cv[3, 0], cv[3, 1], cv[3, 2], cv[3, 3], s)
-        q = quat_slerp(key_q[a], key_q[i], w)
+        w = bezier_weight(key_curve[i, 3, 0], key_curve[i, 3, 1], key_curve[i, 3, 2], key_curve[i, 3, 3], s)
+        q = qslerp_scalar(key_q[a, 0], key_q[a, 1], key_q[a, 2], key_q[a, 3],
+                          key_q[i, 0], key_q[i, 1], key_q[i, 2], key_q[i, 3], w)
         for c in range(4):
             out_q[b, c] = q[c]
 

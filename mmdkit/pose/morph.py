@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mmdkit.mathutil import quat_mul, quat_scale_angle
+from mmdkit.mathutil import qmul_scalar, qscale_angle_scalar
 
 _NB = dict(cache=True, nogil=True)
 
@@ -34,7 +34,6 @@ def expand_weights(raw, is_leaf, group_start, group_target, group_weight, out):
 @njit(**_NB)
 def apply_bone_morphs(weight, start, bone, translation, rotation, anim_t, anim_q):
     """Compose bone morphs onto the sampled local pose: t += w·t_m; q = q ⊗ slerp(I, q_m, w)."""
-    qm = np.empty(4)
     for m in range(weight.shape[0]):
         w = weight[m]
         if w == 0.0:
@@ -43,9 +42,10 @@ def apply_bone_morphs(weight, start, bone, translation, rotation, anim_t, anim_q
             b = bone[r]
             for c in range(3):
                 anim_t[b, c] += w * translation[r, c]
+            s = qscale_angle_scalar(rotation[r, 0], rotation[r, 1], rotation[r, 2], rotation[r, 3], w)
+            q = qmul_scalar(anim_q[b, 0], anim_q[b, 1], anim_q[b, 2], anim_q[b, 3], s[0], s[1], s[2], s[3])
             for c in range(4):
-                qm[c] = rotation[r, c]
-            anim_q[b] = quat_mul(anim_q[b], quat_scale_angle(qm, w))
+                anim_q[b, c] = q[c]
 
 
 @njit(**_NB)

@@ -58,17 +58,14 @@ def _mat_quat(M, b):
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def _store_normal(out_n, v, nx, ny, nz):
+def _unit(nx, ny, nz):
+    """Normalised (nx, ny, nz); (0, 1, 0) when a bone matrix squashed the normal away.
+    Scalars only: the kernels write the result, so numba keeps no per-vertex reference count."""
     l2 = nx * nx + ny * ny + nz * nz
     if l2 > 1e-30:
         inv = 1.0 / np.sqrt(l2)
-        out_n[v, 0] = nx * inv
-        out_n[v, 1] = ny * inv
-        out_n[v, 2] = nz * inv
-    else:  # a bone matrix squashed the normal away: keep something finite and unit
-        out_n[v, 0] = 0.0
-        out_n[v, 1] = 1.0
-        out_n[v, 2] = 0.0
+        return nx * inv, ny * inv, nz * inv
+    return nx * 0.0, ny * 0.0 + 1.0, nz * 0.0
 
 
 # --- the kernel ---------------------------------------------------------------------------
@@ -77,6 +74,8 @@ def _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr
                 offset, has_offset, out_p, out_n):
     """Skin vertices [lo, hi). Bone slot 2 of an SDEF vertex holds its row in the sdef_* tables."""
     for v in range(lo, hi):
+        # every branch computes the skinned position (ox, oy, oz) and normal (mx, my, mz); the
+        # one write at the end keeps numba from reference-counting the outputs per vertex
         px = bind_p[v, 0]; py = bind_p[v, 1]; pz = bind_p[v, 2]
         if has_offset:
             px += offset[v, 0]; py += offset[v, 1]; pz += offset[v, 2]
@@ -84,13 +83,12 @@ def _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr
         d = deform[v]
         if d == 0:  # BDEF1: one matrix
             b = bone[v, 0]
-            out_p[v, 0] = M[b, 0, 0] * px + M[b, 0, 1] * py + M[b, 0, 2] * pz + M[b, 0, 3]
-            out_p[v, 1] = M[b, 1, 0] * px + M[b, 1, 1] * py + M[b, 1, 2] * pz + M[b, 1, 3]
-            out_p[v, 2] = M[b, 2, 0] * px + M[b, 2, 1] * py + M[b, 2, 2] * pz + M[b, 2, 3]
-            _store_normal(out_n, v,
-                          M[b, 0, 0] * nx + M[b, 0, 1] * ny + M[b, 0, 2] * nz,
-                          M[b, 1, 0] * nx + M[b, 1, 1] * ny + M[b, 1, 2] * nz,
-                          M[b, 2, 0] * nx + M[b, 2, 1] * ny + M[b, 2, 2] * nz)
+            ox = M[b, 0, 0] * px + M[b, 0, 1] * py + M[b, 0, 2] * pz + M[b, 0, 3]
+            oy = M[b, 1, 0] * px + M[b, 1, 1] * py + M[b, 1, 2] * pz + M[b, 1, 3]
+            oz = M[b, 2, 0] * px + M[b, 2, 1] * py + M[b, 2, 2] * pz + M[b, 2, 3]
+            mx = M[b, 0, 0] * nx + M[b, 0, 1] * ny + M[b, 0, 2] * nz
+            my = M[b, 1, 0] * nx + M[b, 1, 1] * ny + M[b, 1, 2] * nz
+            mz = M[b, 2, 0] * nx + M[b, 2, 1] * ny + M[b, 2, 2] * nz
         elif d == 1 or d == 2:  # BDEF2 / BDEF4: blend the 3x4 matrices, then transform once
             b = bone[v, 0]
             w = weight[v, 0]
@@ -105,13 +103,12 @@ def _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr
                     a00 += w * M[b, 0, 0]; a01 += w * M[b, 0, 1]; a02 += w * M[b, 0, 2]; a03 += w * M[b, 0, 3]
                     a10 += w * M[b, 1, 0]; a11 += w * M[b, 1, 1]; a12 += w * M[b, 1, 2]; a13 += w * M[b, 1, 3]
                     a20 += w * M[b, 2, 0]; a21 += w * M[b, 2, 1]; a22 += w * M[b, 2, 2]; a23 += w * M[b, 2, 3]
-            out_p[v, 0] = a00 * px + a01 * py + a02 * pz + a03
-            out_p[v, 1] = a10 * px + a11 * py + a12 * pz + a13
-            out_p[v, 2] = a20 * px + a21 * py + a22 * pz + a23
-            _store_normal(out_n, v,
-                          a00 * nx + a01 * ny + a02 * nz,
-                          a10 * nx + a11 * ny + a12 * nz,
-                          a20 * nx + a21 * ny + a22 * nz)
+            ox = a00 * px + a01 * py + a02 * pz + a03
+            oy = a10 * px + a11 * py + a12 * pz + a13
+            oz = a20 * px + a21 * py + a22 * pz + a23
+            mx = a00 * nx + a01 * ny + a02 * nz
+            my = a10 * nx + a11 * ny + a12 * nz
+            mz = a20 * nx + a21 * ny + a22 * nz
         elif d == 3:  # SDEF: rotate about C by slerp(q0, q1, w1), translate by the blended C' points
             b0 = bone[v, 0]
             b1 = bone[v, 1]
@@ -138,17 +135,13 @@ def _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr
             rx, ry, rz = qrot_scalar(qx, qy, qz, qw, px - cx, py - cy, pz - cz)
             ax = sdef_cr0[s, 0]; ay = sdef_cr0[s, 1]; az = sdef_cr0[s, 2]
             bx = sdef_cr1[s, 0]; by = sdef_cr1[s, 1]; bz = sdef_cr1[s, 2]
-            for i in range(3):
-                t = (w0 * (M[b0, i, 0] * ax + M[b0, i, 1] * ay + M[b0, i, 2] * az + M[b0, i, 3])
-                     + w1 * (M[b1, i, 0] * bx + M[b1, i, 1] * by + M[b1, i, 2] * bz + M[b1, i, 3]))
-                if i == 0:
-                    out_p[v, 0] = rx + t
-                elif i == 1:
-                    out_p[v, 1] = ry + t
-                else:
-                    out_p[v, 2] = rz + t
+            ox = rx + (w0 * (M[b0, 0, 0] * ax + M[b0, 0, 1] * ay + M[b0, 0, 2] * az + M[b0, 0, 3])
+                       + w1 * (M[b1, 0, 0] * bx + M[b1, 0, 1] * by + M[b1, 0, 2] * bz + M[b1, 0, 3]))
+            oy = ry + (w0 * (M[b0, 1, 0] * ax + M[b0, 1, 1] * ay + M[b0, 1, 2] * az + M[b0, 1, 3])
+                       + w1 * (M[b1, 1, 0] * bx + M[b1, 1, 1] * by + M[b1, 1, 2] * bz + M[b1, 1, 3]))
+            oz = rz + (w0 * (M[b0, 2, 0] * ax + M[b0, 2, 1] * ay + M[b0, 2, 2] * az + M[b0, 2, 3])
+                       + w1 * (M[b1, 2, 0] * bx + M[b1, 2, 1] * by + M[b1, 2, 2] * bz + M[b1, 2, 3]))
             mx, my, mz = qrot_scalar(qx, qy, qz, qw, nx, ny, nz)
-            _store_normal(out_n, v, mx, my, mz)
         else:  # QDEF: blend unit dual quaternions of up to four bones
             rx = np.float32(0.0); ry = np.float32(0.0); rz = np.float32(0.0); rw = np.float32(0.0)
             dx = np.float32(0.0); dy = np.float32(0.0); dz = np.float32(0.0); dw = np.float32(0.0)
@@ -175,20 +168,26 @@ def _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr
                 dx += w * ex; dy += w * ey; dz += w * ez; dw += w * ew
             ln = np.sqrt(rx * rx + ry * ry + rz * rz + rw * rw)
             if ln < 1e-20:  # no weight at all: leave the vertex at its bind pose
-                out_p[v, 0] = px; out_p[v, 1] = py; out_p[v, 2] = pz
-                _store_normal(out_n, v, nx, ny, nz)
-                continue
-            inv = 1.0 / ln
-            rx *= inv; ry *= inv; rz *= inv; rw *= inv
-            dx *= inv; dy *= inv; dz *= inv; dw *= inv
-            # translation = 2 * (d * conj(r)).xyz
-            tx = 2.0 * (-dw * rx + dx * rw - dy * rz + dz * ry)
-            ty = 2.0 * (-dw * ry + dy * rw - dz * rx + dx * rz)
-            tz = 2.0 * (-dw * rz + dz * rw - dx * ry + dy * rx)
-            ox, oy, oz = qrot_scalar(rx, ry, rz, rw, px, py, pz)
-            out_p[v, 0] = ox + tx; out_p[v, 1] = oy + ty; out_p[v, 2] = oz + tz
-            mx, my, mz = qrot_scalar(rx, ry, rz, rw, nx, ny, nz)
-            _store_normal(out_n, v, mx, my, mz)
+                ox = px; oy = py; oz = pz
+                mx = nx; my = ny; mz = nz
+            else:
+                inv = 1.0 / ln
+                rx *= inv; ry *= inv; rz *= inv; rw *= inv
+                dx *= inv; dy *= inv; dz *= inv; dw *= inv
+                # translation = 2 * (d * conj(r)).xyz
+                tx = 2.0 * (-dw * rx + dx * rw - dy * rz + dz * ry)
+                ty = 2.0 * (-dw * ry + dy * rw - dz * rx + dx * rz)
+                tz = 2.0 * (-dw * rz + dz * rw - dx * ry + dy * rx)
+                ox, oy, oz = qrot_scalar(rx, ry, rz, rw, px, py, pz)
+                ox += tx; oy += ty; oz += tz
+                mx, my, mz = qrot_scalar(rx, ry, rz, rw, nx, ny, nz)
+        out_p[v, 0] = ox
+        out_p[v, 1] = oy
+        out_p[v, 2] = oz
+        nx, ny, nz = _unit(mx, my, mz)
+        out_n[v, 0] = nx
+        out_n[v, 1] = ny
+        out_n[v, 2] = nz
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
