@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 
 import mmdkit
-from mmdkit.model import model as M
 from mmdkit.skinning.bounds import BoneBoxes
 from mmdkit.skinning.cage import TriangleCage
 from mmdkit.skinning.cpu import CpuSkinner

@@ -104,6 +104,64 @@ def test_vpd_pose_applies(gene):
     assert np.degrees(np.arctan2(r[0, 2], r[0, 0])) == pytest.approx(45, abs=0.1)
 
 
+def _neck_pose(gene, morph_weight=1.0):
+    q = np.array([[0, 0.3826834, 0, 0.9238795], [0, 0, 0, 1]], np.float32)  # 45° about Y
+    return Pose(bone_name=("首", "存在しない骨"), bone_translation=np.zeros((2, 3), np.float32), bone_rotation=q,
+                morph_name=("あ",), morph_weight=np.array([morph_weight], np.float32))
+
+
+def test_apply_pose_overrides_named_bones_at_the_frame_only(gene, wavefile):
+    from mmdkit.animation.binding import bind_motion
+    from mmdkit.animation.sampling import sample_bone_tracks
+    from mmdkit.animation.vpd import apply_pose
+
+    neck, head, arm = gene.bone_index("首"), gene.bone_index("頭"), gene.bone_index("左腕")
+    out = apply_pose(gene, wavefile, _neck_pose(gene), 400)
+    assert any("存在しない骨" in w for w in out.warnings)
+    t_old, q_old = sample_bone_tracks(bind_motion(gene, wavefile), [0, 400])
+    t_new, q_new = sample_bone_tracks(bind_motion(gene, out), [0, 400])
+    np.testing.assert_allclose(q_new[1, neck], [0, 0.3826834, 0, 0.9238795], atol=1e-6)
+    np.testing.assert_allclose(q_new[:, arm], q_old[:, arm])  # bones the pose does not name
+    np.testing.assert_allclose(q_new[0], q_old[0])  # far from the new key: the motion as it was
+    # the posed character: the neck turns, the head follows, the arm stays
+    a, b = Character(gene, wavefile).update(400), Character(gene, out).update(400)
+    assert np.abs(a.bone_world[head] - b.bone_world[head]).max() > 1e-2
+    np.testing.assert_allclose(a.bone_world[arm], b.bone_world[arm], atol=1e-6)
+    assert b.morph_weight[gene.morph_name.index("あ")] == pytest.approx(1.0)
+
+
+def test_apply_pose_blends_by_weight_and_saves(gene, wavefile, tmp_path):
+    from mmdkit.animation.binding import bind_motion
+    from mmdkit.animation.sampling import sample_bone_tracks, sample_scalars
+    from mmdkit.animation.vpd import apply_pose
+
+    neck, a_ = gene.bone_index("首"), gene.morph_name.index("あ")
+    bound = bind_motion(gene, wavefile)
+    _, q_old = sample_bone_tracks(bound, [400])
+    w_old = np.zeros(gene.num_morphs)
+    sample_scalars(400.0, bound.morph_key_start, bound.morph_key_frame, bound.morph_key_weight, w_old)
+    half = apply_pose(gene, wavefile, _neck_pose(gene, 0.8), 400, weight=0.5)
+    path = tmp_path / "blended.vmd"
+    mmdkit.save(half, path)
+    half = mmdkit.load(path)
+    bound = bind_motion(gene, half)
+    _, q_half = sample_bone_tracks(bound, [400])
+    w_half = np.zeros(gene.num_morphs)
+    sample_scalars(400.0, bound.morph_key_start, bound.morph_key_frame, bound.morph_key_weight, w_half)
+    target = np.array([0, 0.3826834, 0, 0.9238795])
+
+    def angle(p, q):
+        return 2 * np.degrees(np.arccos(min(1.0, abs(float(np.dot(p, q))))))
+
+    total = angle(q_old[0, neck], target)
+    assert total > 5  # the blend is visible at all
+    assert angle(q_old[0, neck], q_half[0, neck]) == pytest.approx(total / 2, abs=0.05)
+    assert angle(q_half[0, neck], target) == pytest.approx(total / 2, abs=0.05)
+    assert w_half[a_] == pytest.approx(0.5 * w_old[a_] + 0.4, abs=1e-6)
+    with pytest.raises(mmdkit.BuildError, match="weight"):
+        apply_pose(gene, wavefile, _neck_pose(gene), 400, weight=1.5)
+
+
 def test_cli_pose_writes_npz(assets, tmp_path):
     out = tmp_path / "p.npz"
     r = subprocess.run([sys.executable, "-m", "mmdkit", "pose", str(assets / "gene" / "Gene.pmx"),

@@ -172,16 +172,3 @@ def bind_motion(model: Model, motion: Motion | None) -> BoundMotion:
         unbound_bones=tuple(unbound_b),
         unbound_morphs=tuple(unbound_m),
     )
-
-
-def motion_from_pose(pose) -> Motion:
-    """A one-key-per-bone Motion at frame 0 from a VPD ``Pose`` (so the normal pipeline poses it)."""
-    from mmdkit.model.builder import MotionBuilder
-
-    mb = MotionBuilder(model_name=pose.model_name)
-    for i, name in enumerate(pose.bone_name):
-        mb.add_bone_key(name, 0, translation=tuple(pose.bone_translation[i]),
-                        rotation=tuple(pose.bone_rotation[i]))
-    for i, name in enumerate(pose.morph_name):
-        mb.add_morph_key(name, 0, float(pose.morph_weight[i]))
-    return mb.build()

@@ -14,7 +14,8 @@ import time
 
 import numpy as np
 
-from mmdkit.animation.binding import BoundMotion, bind_motion, motion_from_pose
+from mmdkit.animation.binding import BoundMotion, bind_motion
+from mmdkit.animation.vpd import motion_from_pose
 from mmdkit.animation.motion import Pose
 from mmdkit.animation.sampling import sample_bone_physics, sample_bones, sample_scalars, sample_steps
 from mmdkit.model import model as M

@@ -11,7 +11,6 @@ like groups (their members applied with the flip weight).
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from mmdkit.mathutil import qmul_scalar, qscale_angle_scalar
