@@ -69,7 +69,7 @@ def test_sphere_without_floor_keeps_falling_under_gravity():
     assert -13.5 < bw[1, 1, 3] - 10.0 < -6.0
 
 
-def chain_model(n=4, length=2.0, swing=True):
+def chain_model(n=4, length=2.0, swing=True, ik_goal=None):
     mb = ModelBuilder("chain")
     mb.add_bone("root", (0, 20, 0))
     for i in range(n):
@@ -81,6 +81,9 @@ def chain_model(n=4, length=2.0, swing=True):
     for i in range(n):
         mb.add_joint(f"j{i}", i, i + 1, (0, 20, i * length), rotation_lower=(-np.pi, -np.pi, -np.pi),
                      rotation_upper=(np.pi, np.pi, np.pi))
+    if ik_goal is not None:  # an IK bone pulling the last link towards ik_goal, every link in the chain
+        ik = mb.add_bone("chainIK", ik_goal)
+        mb.add_ik(ik, n, list(range(n - 1, 0, -1)))
     return mb.build()
 
 
@@ -334,3 +337,22 @@ def test_physics_modes_playing_always_off():
     np.testing.assert_allclose(chars["off"].bone_world, rest, atol=1e-5)  # bones follow the (empty) motion
     with pytest.raises(ValueError):
         Character(model, None, physics_mode="sometimes")
+
+
+def test_ik_whose_links_are_all_physics_driven_is_skipped_while_physics_runs():
+    """MMD skips such solvers: with physics the chain starts from its keyed pose (the reset
+    places the bodies there); with physics_mode='off' the same solver bends the chain."""
+    from mmdkit.pose import Character
+
+    model = chain_model(ik_goal=(0, 14, 4))
+    tip = 4
+    off = Character(model, None, physics=MMDPhysics(model, warmup_steps=0), physics_mode="off").update(0)
+    assert off.bone_world[tip, 1, 3] < 17.0  # IK pulled the chain down towards the goal
+    phys = MMDPhysics(model, warmup_steps=0)
+    on = Character(model, None, physics=phys).update(0)
+    assert on.ik_enabled.tolist() == [0]
+    np.testing.assert_allclose(phys.body_world[1:, 1, 3], 20.0, atol=1e-3)  # reset at the unbent pose
+    for f in range(1, 40):
+        on.update(f)
+    assert on.bone_world[tip, 1, 3] < 19.0  # gravity, not IK, moves it now
+

@@ -118,9 +118,11 @@ class Character:
         self._m_kind = np.asarray(model.morph_kind, np.int64)
         self._refresh = np.zeros(0, np.int32)
         self._driven = np.zeros(B, bool)
+        # IK solvers whose links are all driven by physics are skipped while physics runs (MMD)
+        self._ik_off_none = np.zeros(Kik, np.uint8)
+        self._ik_off_physics = self._ik_off_none
         if physics is not None:
-            self._driven = np.asarray(physics.driven_bone_mask, bool).copy()
-            self._refresh = self._refresh_list(self._driven)
+            self._set_driven(physics.driven_bone_mask)
         self.frame: float | None = None
         self.stage_seconds = dict.fromkeys(STAGES, 0.0)
         self._skinner = None
@@ -160,6 +162,16 @@ class Character:
         """(bone track names, morph track names) of the motion that matched nothing."""
         return self.bound.unbound_bones, self.bound.unbound_morphs
 
+    def _set_driven(self, driven):
+        self._driven = np.asarray(driven, bool).copy()
+        self._refresh = self._refresh_list(self._driven)
+        r = self.rig
+        off = np.zeros(len(r.ik_loop), np.uint8)
+        for k in range(len(off)):
+            links = r.ik_link_bone[r.ik_link_start[k]:r.ik_link_start[k + 1]]
+            off[k] = len(links) > 0 and bool(self._driven[links].all())
+        self._ik_off_physics = off
+
     def _refresh_list(self, driven):
         """Non-driven, before-physics descendants of driven bones, in evaluation order."""
         r = self.rig
@@ -184,7 +196,7 @@ class Character:
                       self.ik_enabled, self._anim_t, self._anim_q, self._ik_q, self._app_t,
                       self._app_q, self._local_t, self._local_q, self._world_p, self._world_q)
 
-    def _stages_before_physics(self, frame):
+    def _stages_before_physics(self, frame, ik_off):
         """sample → morphs → bones pass 1, stage by stage (timed)."""
         m, b, r = self.model, self.bound, self.rig
         clock = time.perf_counter
@@ -192,6 +204,7 @@ class Character:
                      b.bone_key_rotation, b.bone_key_curve, self._anim_t, self._anim_q)
         sample_scalars(frame, b.morph_key_start, b.morph_key_frame, b.morph_key_weight, self._raw_w)
         sample_steps(frame, b.ik_key_start, b.ik_key_frame, b.ik_key_enabled, self.ik_enabled)
+        self.ik_enabled[ik_off != 0] = 0
         t1 = clock()
         MK.expand_weights(self._raw_w, r.morph_is_leaf, r.group_start, r.group_target,
                           r.group_weight, self._eff_w)
@@ -218,11 +231,12 @@ class Character:
         clock = time.perf_counter
         t0 = clock()
         frame = float(frame)
+        ik_off = self._ik_off_physics if self.physics is not None and self.physics_mode != "off" else self._ik_off_none
         if not timed:  # the same stage kernels, in one compiled call
             frame_before_physics(
                 frame, b.bone_key_start, b.bone_key_frame, b.bone_key_translation, b.bone_key_rotation,
                 b.bone_key_curve, b.morph_key_start, b.morph_key_frame, b.morph_key_weight, b.ik_key_start,
-                b.ik_key_frame, b.ik_key_enabled, r.morph_is_leaf, r.group_start, r.group_target,
+                b.ik_key_frame, b.ik_key_enabled, ik_off, r.morph_is_leaf, r.group_start, r.group_target,
                 r.group_weight, m.bone_morph_start, m.bone_morph_bone, m.bone_morph_translation,
                 m.bone_morph_rotation, m.vertex_morph_start, m.vertex_morph_vertex, m.vertex_morph_offset,
                 self._m_kind, m.uv_morph_start, m.uv_morph_vertex, m.uv_morph_offset, m.material_morph_start,
@@ -237,7 +251,7 @@ class Character:
                 self._world_p, self._world_q, self.bone_world, self.bone_skin)
             t1 = t2 = t3 = clock()
         else:
-            self._stages_before_physics(frame)
+            self._stages_before_physics(frame, ik_off)
             t1, t2, t3 = self._t
         if self.physics is not None and self.physics_mode != "off":
             delta = 0.0 if self.frame is None else frame - self.frame
@@ -249,8 +263,7 @@ class Character:
                                     self.bone_physics)
                 self.physics.set_bone_physics(self.bone_physics)
                 if not np.array_equal(self._driven, self.physics.driven_bone_mask):
-                    self._driven = np.asarray(self.physics.driven_bone_mask, bool).copy()
-                    self._refresh = self._refresh_list(self._driven)
+                    self._set_driven(self.physics.driven_bone_mask)
             if seek:
                 self.physics.reset(self.bone_world)
             else:

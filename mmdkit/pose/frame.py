@@ -16,7 +16,7 @@ from mmdkit.pose.morph import (apply_bone_morphs, apply_material_morphs, apply_o
 
 @njit(cache=True, nogil=True)
 def frame_before_physics(frame, bk_start, bk_frame, bk_t, bk_q, bk_curve, mk_start, mk_frame, mk_weight,
-                         ik_start, ik_frame, ik_value, is_leaf, group_start, group_target, group_weight,
+                         ik_start, ik_frame, ik_value, ik_off, is_leaf, group_start, group_target, group_weight,
                          bm_start, bm_bone, bm_t, bm_q, vm_start, vm_vertex, vm_offset, m_kind, um_start,
                          um_vertex, um_offset, mm_start, mm_material, mm_op, mm_values, mat_base,
                          order, parent, position, flags, append_parent, append_ratio, fixed_axis, bone_ik,
@@ -29,6 +29,9 @@ def frame_before_physics(frame, bk_start, bk_frame, bk_t, bk_q, bk_curve, mk_sta
     sample_bones(frame, bk_start, bk_frame, bk_t, bk_q, bk_curve, anim_t, anim_q)
     sample_scalars(frame, mk_start, mk_frame, mk_weight, raw_w)
     sample_steps(frame, ik_start, ik_frame, ik_value, ik_enabled)
+    for k in range(ik_off.shape[0]):
+        if ik_off[k] != 0:  # every link driven by physics: MMD skips the solver
+            ik_enabled[k] = 0
     if raw_w.shape[0] > 0:
         expand_weights(raw_w, is_leaf, group_start, group_target, group_weight, eff_w)
         apply_bone_morphs(eff_w, bm_start, bm_bone, bm_t, bm_q, anim_t, anim_q)
