@@ -222,3 +222,25 @@ def test_fused_and_staged_updates_agree(gene, wavefile):
         np.testing.assert_array_equal(a.vertex_offset, b.vertex_offset)
         np.testing.assert_array_equal(a.material_diffuse, b.material_diffuse)
     assert b.stage_seconds["bones_before_physics"] > 0
+
+
+def test_playback_allocates_no_arrays_per_frame(gene, wavefile):
+    """After warm-up, update() + skin() create no numpy temporaries: even one (B,4,4) float32
+    matrix array per frame (14 KB) would show in the traced peak."""
+    import tracemalloc
+
+    ch = Character(gene, wavefile)
+    pos = np.zeros((gene.num_vertices, 3), np.float32)
+    nrm = np.zeros_like(pos)
+    for f in range(5):
+        ch.update(f)
+        ch.skin(pos, nrm)
+    tracemalloc.start()
+    try:
+        for f in range(5, 205):
+            ch.update(f)
+            ch.skin(pos, nrm)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 12_000
