@@ -1,6 +1,6 @@
 """Posing benchmark: Gene + wavefile_v2, steady-state frame-by-frame and batch (no physics).
 
-Run: python3 benchmarks/bench_pose.py [--frames 2000]
+Run: python3 benchmarks/bench_pose.py [--frames 2000] [--threads N]
 Prints the median ms/frame of Character.update (one core: numba kernels, nothing allocated)
 and the frames/s of the batch API `mmdkit.pose.pose` (fused kernel, frames split over cores).
 """
@@ -23,7 +23,12 @@ ASSETS = Path(os.environ.get("MMDKIT_ASSETS", Path(__file__).resolve().parents[2
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--frames", type=int, default=2000)
+    ap.add_argument("--threads", type=int, default=0, help="numba threads for the batch (0 = all cores)")
     a = ap.parse_args()
+    if a.threads:
+        import numba
+
+        numba.set_num_threads(a.threads)
     model = mmdkit.load(ASSETS / "gene" / "Gene.pmx")
     motion = mmdkit.load(ASSETS / "wavefile" / "wavefile_v2.vmd")
     ch = Character(model, motion)
@@ -43,7 +48,10 @@ def main():
         t0 = time.perf_counter()
         pose(model, motion, frames)
         best = max(best, len(frames) / (time.perf_counter() - t0))
-    print(f"batch: {best:,.0f} frames/s ({len(frames)} frames, best of 3)")
+    import numba
+
+    print(f"batch: {best:,.0f} frames/s ({len(frames)} frames, {numba.get_num_threads()} threads, best of 3)")
+    print("targets: frame-by-frame <= 0.10 ms/frame on one core (saba 0.22); batch >= 20,000 frames/s")
 
 
 if __name__ == "__main__":
