@@ -12,14 +12,14 @@ from mmdkit.pose import Character, pose
 KNEE = ((-math.pi, 0, 0), (-0.0087, 0, 0))
 
 
-def leg_model():
+def leg_model(loop_count=40):
     mb = ModelBuilder("leg")
     root = mb.add_bone("センター", (0, 10, 0), translatable=True)
     hip = mb.add_bone("左足", (0, 10, 0), root)
     knee = mb.add_bone("左ひざ", (0, 5, 0), hip)
     ankle = mb.add_bone("左足首", (0, 0, 0), knee)
     ik = mb.add_bone("左足ＩＫ", (0, 0, 0), -1, translatable=True)
-    mb.add_ik(ik, ankle, [(knee, *KNEE), hip], loop_count=40, limit_angle=2.0)
+    mb.add_ik(ik, ankle, [(knee, *KNEE), hip], loop_count=loop_count, limit_angle=2.0)
     return mb.build(), dict(root=root, hip=hip, knee=knee, ankle=ankle, ik=ik)
 
 
@@ -45,6 +45,19 @@ def test_knee_bends_forward_and_foot_reaches_target():
     # bone lengths are kept
     assert abs(np.linalg.norm(world_pos(ch, b["knee"]) - world_pos(ch, b["hip"])) - 5) < 1e-4
     assert abs(np.linalg.norm(world_pos(ch, b["ankle"]) - world_pos(ch, b["knee"])) - 5) < 1e-4
+
+
+def test_corrupt_ik_loop_count_is_capped():
+    from mmdkit.pose.rig import IK_MAX_LOOPS
+
+    model, b = leg_model(loop_count=2**31 - 1)  # a lying file must not hang posing
+    mo = MotionBuilder()
+    mo.add_bone_key("左足ＩＫ", 0, translation=(3, -5, 2))  # out of reach: every loop runs
+    ch = Character(model, mo.build())
+    assert ch.rig.ik_loop.tolist() == [IK_MAX_LOOPS]
+    ch.update(0)
+    assert np.isfinite(ch.bone_world).all()
+    assert model.ik_loop_count[0] == 2**31 - 1  # the model keeps the file's value (written back as is)
 
 
 def test_ik_stops_at_limits_when_unreachable():

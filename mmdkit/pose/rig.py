@@ -14,6 +14,8 @@ import numpy as np
 
 from mmdkit.model import model as M
 
+IK_MAX_LOOPS = 256  # per solver and frame; larger file values are capped
+
 
 def evaluation_order(parent: np.ndarray, layer: np.ndarray) -> np.ndarray:
     """Bone indices sorted by (layer, index), parents moved before their children."""
@@ -173,7 +175,8 @@ def build_rig(model) -> Rig:
         append_ratio=np.asarray(model.bone_append_ratio, np.float64), fixed_axis=fixed,
         bone_ik=np.asarray(model.bone_ik, np.int32),
         ik_target=np.asarray(model.ik_target, np.int32),
-        ik_loop=np.asarray(model.ik_loop_count, np.int32),
+        # a corrupt count must not hang posing: at most IK_MAX_LOOPS (babylon-mmd caps at 256 too)
+        ik_loop=np.clip(np.asarray(model.ik_loop_count, np.int64), 0, IK_MAX_LOOPS).astype(np.int32),
         ik_limit=np.asarray(model.ik_limit_angle, np.float64),
         ik_link_start=np.asarray(model.ik_link_start, np.int32),
         ik_link_bone=np.asarray(model.ik_link_bone, np.int32), ik_link_mode=mode,
