@@ -193,3 +193,16 @@ def test_batch_pose_matches_character():
     ch = Character(model, motion).update(15)
     np.testing.assert_allclose(out["bone_world"][3], ch.bone_world, atol=1e-6)
     assert out["bone_world"].shape == (7, model.num_bones, 4, 4)
+
+
+def test_evaluation_order_handles_long_chains_listed_child_first():
+    from mmdkit.pose.rig import evaluation_order
+
+    B = 5000  # deeper than Python's recursion limit
+    parent = np.arange(1, B + 1)
+    parent[-1] = -1  # bone i hangs from bone i+1
+    order = evaluation_order(parent, np.zeros(B, np.int32))
+    rank = np.empty(B, int)
+    rank[order] = np.arange(B)
+    assert sorted(order.tolist()) == list(range(B))
+    assert (rank[parent[:-1]] < rank[:-1]).all()

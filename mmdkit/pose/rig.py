@@ -23,18 +23,16 @@ def evaluation_order(parent: np.ndarray, layer: np.ndarray) -> np.ndarray:
     order = list(np.lexsort((np.arange(B), layer)))
     placed = np.zeros(B, bool)
     out: list[int] = []
-
-    def place(b, depth=0):
-        if placed[b] or depth > B:
-            return
-        p = parent[b]
-        if p >= 0 and not placed[p]:
-            place(p, depth + 1)
-        placed[b] = True
-        out.append(b)
-
-    for b in order:
-        place(int(b))
+    for b in order:  # place each bone after its unplaced ancestors (no recursion: chains may be long)
+        chain = []
+        b = int(b)
+        while b >= 0 and not placed[b] and len(chain) <= B:
+            chain.append(b)
+            b = int(parent[b])
+        for c in reversed(chain):
+            if not placed[c]:
+                placed[c] = True
+                out.append(c)
     return np.asarray(out, np.int32)
 
 
