@@ -170,6 +170,24 @@ def test_group_of_group_morph_with_cycle():
     assert g2 == 2
 
 
+def test_deeply_shared_group_morphs_expand_in_linear_time():
+    """40 nested groups, each listing the next one 30 times: 30^40 paths, one leaf. A hostile
+    file like this must expand quickly; weights 1/30 per entry keep the product at 1."""
+    mb = ModelBuilder("m")
+    bone = mb.add_bone("b", (0, 0, 0))
+    mat = mb.add_material("m")
+    mb.add_mesh(mat, [[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 0, 1]] * 3, [[0, 0]] * 3, [[0, 1, 2]], [bone] * 3)
+    leaf = mb.add_vertex_morph("leaf", [1], [[0, 1, 0]])
+    below = leaf
+    for i in range(40):
+        below = mb.add_group_morph(f"g{i}", [below] * 30, [1 / 30] * 30)
+    model = mb.build()
+    mo = MotionBuilder()
+    mo.add_morph_key("g39", 0, 0.5)
+    ch = Character(model, mo.build()).update(0)
+    assert ch.morph_weight[leaf] == pytest.approx(0.5, rel=1e-5)
+
+
 def test_bone_morphs_compose():
     mb = ModelBuilder("bm")
     b = mb.add_bone("b", (0, 0, 0))

@@ -50,30 +50,43 @@ def _descendants_mask(parent: np.ndarray, roots) -> np.ndarray:
 
 
 def _flatten_groups(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Groups (and flips) expanded to leaf morphs: CSR start (N+1,), target, weight product."""
+    """Groups (and flips) expanded to leaf morphs: CSR start (N+1,), target, weight product.
+
+    Each group is expanded once (memoised, depth-first without recursion), so nested groups cost
+    time linear in their members however a file shares them; a member that leads back into a
+    group still being expanded (a cycle) is skipped.
+    """
     N = model.num_morphs
-    kinds = model.morph_kind
+    kinds = np.asarray(model.morph_kind)
     gs, gt, gw = model.group_morph_start, model.group_morph_target, model.group_morph_weight
-    rows: list[list[tuple[int, float]]] = [[] for _ in range(N)]
-    for g in range(N):
-        if kinds[g] not in (M.MORPH_GROUP, M.MORPH_FLIP):
-            continue
-        stack = [(g, 1.0, (g,))]
+    is_group = np.isin(kinds, (M.MORPH_GROUP, M.MORPH_FLIP))
+    leaves: list[dict | None] = [None] * N  # group → {leaf morph: summed weight product}
+    state = np.zeros(N, np.int8)  # 0 not seen, 1 being expanded, 2 done
+    for g0 in np.nonzero(is_group)[0]:
+        stack = [(int(g0), False)]
         while stack:
-            m, w, path = stack.pop()
-            for r in range(gs[m], gs[m + 1]):
-                t = int(gt[r])
-                if t in path or len(path) > 16:  # cycle guard
+            m, members_done = stack.pop()
+            if not members_done:
+                if state[m]:
                     continue
-                wt = w * float(gw[r])
-                if kinds[t] in (M.MORPH_GROUP, M.MORPH_FLIP):
-                    stack.append((t, wt, path + (t,)))
-                else:
-                    rows[g].append((t, wt))
+                state[m] = 1
+                stack.append((m, True))
+                stack.extend((int(t), False) for t in gt[gs[m]:gs[m + 1]] if is_group[t] and not state[t])
+                continue
+            acc: dict = {}
+            for t, w in zip(gt[gs[m]:gs[m + 1]].tolist(), gw[gs[m]:gs[m + 1]].tolist()):
+                if not is_group[t]:
+                    acc[t] = acc.get(t, 0.0) + w
+                elif state[t] == 2:
+                    for leaf, lw in leaves[t].items():
+                        acc[leaf] = acc.get(leaf, 0.0) + w * lw
+            leaves[m] = acc
+            state[m] = 2
+    rows = [leaves[g] or {} for g in range(N)]
     start = np.zeros(N + 1, np.int32)
     start[1:] = np.cumsum([len(r) for r in rows])
-    target = np.array([t for r in rows for t, _ in r], np.int32)
-    weight = np.array([w for r in rows for _, w in r], np.float64)
+    target = np.array([t for r in rows for t in r], np.int32)
+    weight = np.array([w for r in rows for w in r.values()], np.float64)
     return start, target, weight
 
 
