@@ -9,7 +9,7 @@ uniform vec4 u_tex_mul; uniform vec4 u_tex_add; uniform vec4 u_sph_mul; uniform 
 uniform vec4 u_toon_mul; uniform vec4 u_toon_add;
 uniform float u_edge; uniform vec4 u_edge_color; uniform float u_ground_shadow; uniform vec4 u_shadow_color;
 
-in vec3 v_nrm; in vec2 v_uv; in vec3 v_view_nrm; in vec3 v_view_pos;
+in vec3 v_nrm; in vec2 v_uv; in vec3 v_view_nrm; in vec3 v_view_pos; in vec3 v_view_light;
 out vec4 f_color;
 
 void main() {
@@ -33,11 +33,9 @@ void main() {
     float lambert = dot(N, L);
     vec3 toon = (texture(u_toon, vec2(0.5, 1.0 - clamp(0.5 - 0.5 * lambert, 0.0, 1.0))) * u_toon_mul + u_toon_add).rgb;
     color *= toon;
-    if (u_spec_power > 0.0) {
-        vec3 V = normalize(-v_view_pos);
-        // view-space half vector approximated with the light in world space (directional)
-        vec3 H = normalize(L + vec3(0.0, 0.0, 1.0));
-        color += u_specular * pow(max(dot(N, H), 0.0), u_spec_power) * u_light_color;
+    if (u_spec_power > 0.0) {  // MMD: H = normalize(to eye + to light), in view space here
+        vec3 H = normalize(normalize(-v_view_pos) + normalize(v_view_light));
+        color += u_specular * pow(max(dot(normalize(v_view_nrm), H), 0.0), u_spec_power) * u_light_color;
     }
     if (alpha < 0.004) discard;
     f_color = vec4(clamp(color, 0.0, 1.0), alpha);

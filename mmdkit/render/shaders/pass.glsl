@@ -7,7 +7,7 @@ uniform float u_edge_size;
 uniform float u_ground_shadow;  // 1 = project onto the floor (y = 0) along the light
 uniform vec3 u_light_dir;
 in vec2 in_uv; in vec4 in_uvoff; in float in_edge;
-out vec3 v_nrm; out vec2 v_uv; out vec3 v_view_nrm; out vec3 v_view_pos;
+out vec3 v_nrm; out vec2 v_uv; out vec3 v_view_nrm; out vec3 v_view_pos; out vec3 v_view_light;
 
 void emit(vec3 pos, vec3 nrm) {
     if (u_edge > 0.5) pos += nrm * (u_edge_size * in_edge);
@@ -20,6 +20,7 @@ void emit(vec3 pos, vec3 nrm) {
     v_nrm = nrm;
     v_view_nrm = mat3(u_view) * nrm;
     v_view_pos = vp.xyz;
+    v_view_light = mat3(u_view) * (-u_light_dir);  // towards the light, view space
     v_uv = in_uv + in_uvoff.xy;
     gl_Position = u_proj * vp;
 }
