@@ -35,11 +35,12 @@ def main():
     motion = mmdkit.load(ASSETS / "wavefile" / "wavefile_v2.vmd")
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "gene.mp4")
-        for shadow in (True, False):
+        for shadow, self_shadow in ((True, False), (False, False), (True, True)):
             stats = render_motion(model, motion, out, frames=range(a.frames), size=size, msaa=4, physics=True,
-                                  progress=False, warn=lambda m: None, ground_shadow=shadow)
+                                  progress=False, warn=lambda m: None, ground_shadow=shadow, self_shadow=self_shadow)
             print(f"end to end: {stats['frames']} frames in {stats['seconds']:.2f} s = {stats['fps']:.1f} frames/s "
-                  f"({size[0]}x{size[1]}, 4x MSAA, physics on, H.264, ground shadow {'on' if shadow else 'off'})")
+                  f"({size[0]}x{size[1]}, 4x MSAA, physics on, H.264, ground shadow {'on' if shadow else 'off'}, "
+                  f"self-shadow {'on' if self_shadow else 'off'})")
         # the parts, each alone
         ch = Character(model, motion, MMDPhysics(model))
         ren = Renderer(model, size, 4)

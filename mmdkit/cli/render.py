@@ -38,10 +38,13 @@ def _size(value: str):
                    "instead of the bone texture — for drivers with small limits.")
 @click.option("--ground-shadow/--no-ground-shadow", default=True, show_default=True,
               help="MMD's ground shadow (the model flattened onto the floor along the light).")
+@click.option("--self-shadow/--no-self-shadow", default=False, show_default=True,
+              help="MMD's self-shadow: parts of the model shade others (a shadow map from the light). "
+                   "Free on a GPU; about 15 ms a frame on a CPU-only (llvmpipe) machine.")
 @click.option("--audio", type=click.Path(exists=True, dir_okay=False), help="Audio file muxed into the MP4.")
 @click.option("-o", "--output", required=True, help="OUT.mp4, or a folder for PNG frames.")
 def command(model_path, motion_path, demo, camera_path, physics, frames, size, fps, msaa, crowd, palette_size,
-            ground_shadow, audio, output):
+            ground_shadow, self_shadow, audio, output):
     """Render MODEL dancing to MOTION, headless (OpenGL through EGL; GPU or CPU).
 
     \b
@@ -70,6 +73,6 @@ def command(model_path, motion_path, demo, camera_path, physics, frames, size, f
         raise click.BadParameter("must be >= 1", param_hint="--crowd")
     stats = render_motion(model, motion, output, frames=frame_list, camera=camera, size=_size(size or "1280x720"),
                           fps=fps, msaa=msaa, physics=physics, crowd=crowd, audio=audio, palette_size=palette_size,
-                          ground_shadow=ground_shadow,
+                          ground_shadow=ground_shadow, self_shadow=self_shadow,
                           warn=lambda m: click.echo(f"warning: {m}", err=True))
     click.echo(f"wrote {output}: {stats['frames']} frames in {stats['seconds']:.1f} s ({stats['fps']:.1f} frames/s)")

@@ -36,6 +36,22 @@ def look_at_gl(eye, target, up) -> np.ndarray:
     return m
 
 
+def light_view_proj(direction, center, radius: float) -> np.ndarray:
+    """(4,4) view-projection of the orthographic light camera for self-shadow maps: looking
+    along ``direction`` (the light's travel) at a sphere (center, radius) in MMD coordinates.
+    Only ever used for both writing and reading the map, so no handedness flip is needed."""
+    d = np.asarray(direction, np.float64)
+    d = d / (np.linalg.norm(d) + 1e-12)
+    c = np.asarray(center, np.float64)
+    r = max(float(radius), 1e-3)
+    up = (0.0, 1.0, 0.0) if abs(d[1]) < 0.99 else (0.0, 0.0, 1.0)
+    view = look_at_gl(c - d * 2.0 * r, c, up)
+    near, far = 0.5 * r, 3.5 * r
+    proj = np.diag([1.0 / r, 1.0 / r, -2.0 / (far - near), 1.0])
+    proj[2, 3] = -(far + near) / (far - near)
+    return proj @ view
+
+
 def perspective(fov_y_deg: float, aspect: float, near: float = 0.5, far: float = 2000.0) -> np.ndarray:
     f = 1.0 / math.tan(math.radians(fov_y_deg) / 2)
     m = np.zeros((4, 4))

@@ -23,6 +23,7 @@ import moderngl
 import numpy as np
 
 from mmdkit.model import model as M
+from mmdkit.render.camera import light_view_proj
 from mmdkit.render.textures import TextureCache, toon_ramp
 
 LIGHT_COLOR = 154.0 / 255.0  # MMD's default light colour
@@ -43,12 +44,32 @@ def _shader(*names: str, defines: str = "") -> str:
     return "\n".join(["#version 330", defines] + [root.joinpath(n).read_text() for n in names])
 
 
+def _inputs_for(prog, inputs):
+    """The vertex-array content for ``prog``: attributes it does not read become padding (so no
+    GL call names a missing attribute), buffers it reads nothing from are left out."""
+    out = []
+    for buf, fmt, *names in inputs:
+        tokens = fmt.split()
+        per_instance = tokens[-1].endswith("/i")
+        tokens = [t.removesuffix("/i") for t in tokens]
+        kept, layout = [], []
+        for t, n in zip(tokens, names):
+            if n in prog:
+                kept.append(n)
+                layout.append(t)
+            else:
+                layout.append(f"{int(t[:-1] or 1) * 4}x")
+        if kept:
+            out.append((buf, " ".join(layout) + ("/i" if per_instance else ""), *kept))
+    return out
+
+
 class Renderer:
     """Draws one Model (any number of instances) into an offscreen MSAA framebuffer."""
 
     def __init__(self, model, size=(1280, 720), msaa: int = 4, *, instances: int = 1,
                  model_dir: str | None = None, ctx=None, edges: bool = True, palette_size: int | None = None,
-                 ground_shadow: bool = True):
+                 ground_shadow: bool = True, self_shadow: bool = False, shadow_map_size: int = 1024):
         self.model = model
         self.width, self.height = int(size[0]), int(size[1])
         self.ctx = ctx or create_context()
@@ -56,6 +77,7 @@ class Renderer:
         self.instances = int(instances)
         self.edges = edges
         self.ground_shadow = ground_shadow
+        self.self_shadow = self_shadow
         samples = min(int(msaa), ctx.max_samples) if msaa and msaa > 1 else 0
         self._fbo_ms = ctx.framebuffer(
             color_attachments=[ctx.renderbuffer((self.width, self.height), 4, samples=samples)],
@@ -88,7 +110,7 @@ class Renderer:
                 self._ranges[int(pb.batch_material[b])].append((int(fs[b]) * 3, int(fs[b + 1] - fs[b]) * 3, b))
             self._palette_ubo = ctx.buffer(reserve=pb.palette_size * 64)
             self._palette_buf = np.empty((pb.num_batches, pb.palette_size, 4, 4), f32)
-        frag = _shader("mmd.frag")
+        frag = _shader("mmd.frag", defines="#define SELF_SHADOW" if self_shadow else "")
         # one character from the bone texture: skin each vertex once per frame into a buffer
         # (transform feedback) and draw the main, edge and shadow passes from it; crowds and the
         # palette path skin in the drawing vertex shader instead
@@ -96,12 +118,18 @@ class Renderer:
         if self._feedback:
             self._skin_prog = ctx.program(vertex_shader=_shader("skin.vert", defines="#define SKIN_ONLY"),
                                           varyings=["tf_pos", "tf_nrm"])
-            self.prog = ctx.program(vertex_shader=_shader("pass.glsl", "draw.vert"), fragment_shader=frag)
+            vert = _shader("pass.glsl", "draw.vert")
+            self.prog = ctx.program(vertex_shader=vert, fragment_shader=frag)
         else:
-            self._skin_prog = self.prog = ctx.program(vertex_shader=_shader("pass.glsl", "skin.vert", defines=defines),
-                                                      fragment_shader=frag)
+            vert = _shader("pass.glsl", "skin.vert", defines=defines)
+            self._skin_prog = self.prog = ctx.program(vertex_shader=vert, fragment_shader=frag)
+        # self-shadow map pass: the same vertex stage, a depth-only fragment stage
+        self._depth_prog = ctx.program(vertex_shader=vert, fragment_shader=_shader("depth.frag")) \
+            if self_shadow else None
         if self.palette is not None:
             self.prog["Palette"].binding = 0
+            if self._depth_prog is not None:
+                self._depth_prog["Palette"].binding = 0
         static = np.concatenate([
             model.vertex_position.astype(f32), model.vertex_normal.astype(f32), model.vertex_uv.astype(f32),
             model.vertex_bone_weight.astype(f32), model.vertex_sdef_c.astype(f32),
@@ -117,7 +145,8 @@ class Renderer:
         self._uvoff.write(np.zeros((V, 4), f32).tobytes())
         self._idx = ctx.buffer(np.ascontiguousarray(np.asarray(faces, np.int32)).tobytes())
         self._inst = ctx.buffer(reserve=self.instances * 3 * 4)
-        self._inst.write(np.zeros((self.instances, 3), f32).tobytes())
+        self._inst_offsets = np.zeros((self.instances, 3), f32)
+        self._inst.write(self._inst_offsets.tobytes())
         inputs = [
             (self._vbo, "3f 3f 2f 4f 3f 3f 3f 1f", "in_pos", "in_nrm", "in_uv", "in_bw", "in_c", "in_r0",
              "in_r1", "in_edge"),
@@ -128,16 +157,20 @@ class Renderer:
         ]
         if self._feedback:
             self._skinned = ctx.buffer(reserve=V * 6 * 4)
-            self._skin_vao = ctx.vertex_array(self._skin_prog, inputs, skip_errors=True)
+            self._skin_vao = ctx.vertex_array(self._skin_prog, _inputs_for(self._skin_prog, inputs))
             inputs = [(self._skinned, "3f 3f", "in_skin_pos", "in_skin_nrm")] + inputs
-        self.vao = ctx.vertex_array(self.prog, inputs, index_buffer=self._idx, index_element_size=4,
-                                    skip_errors=True)
+        self.vao = ctx.vertex_array(self.prog, _inputs_for(self.prog, inputs), index_buffer=self._idx,
+                                    index_element_size=4)
+        self._depth_vao = None if self._depth_prog is None else ctx.vertex_array(
+            self._depth_prog, _inputs_for(self._depth_prog, inputs), index_buffer=self._idx, index_element_size=4)
         self.bone_tex = ctx.texture((4, B * self.instances), 4, dtype="f4")
         self.bone_tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
         folder = model_dir if model_dir is not None else (
             os.path.dirname(model.source_path) if model.source_path else None)
         self.textures = TextureCache(ctx, folder)
         self._toons = [ctx.texture((1, 64), 4, toon_ramp(i)) for i in range(11)]
+        for t in self._toons:  # clamped like MMD's toon sampler: the lit end must not wrap to the dark one
+            t.repeat_x = t.repeat_y = False
         self._white = ctx.texture((1, 1), 4, bytes([255, 255, 255, 255]))
         self._mat_tex = []
         for m in range(model.num_materials):
@@ -150,11 +183,32 @@ class Renderer:
                 toon = toon or self._toons[0]
             self._mat_tex.append((t, s, toon))
         self.warnings = self.textures.warnings
+        if self_shadow:  # the shadow map, read through texture unit 4
+            S = int(shadow_map_size)
+            self._shadow_tex = ctx.depth_texture((S, S))
+            self._shadow_tex.compare_func = "<="  # sampler2DShadow: hardware comparison, bilinear PCF
+            self._shadow_tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
+            self._shadow_tex.repeat_x = self._shadow_tex.repeat_y = False
+            self._shadow_fbo = ctx.framebuffer(depth_attachment=self._shadow_tex)
+        # the light camera frames the bones that carry vertices, grown by the farthest any
+        # vertex sits from its strongest bone (hair, skirts): the map is spent on the character
+        from mmdkit.skinning.bounds import strongest_bone
+
+        rest = np.asarray(model.bone_position, np.float64)
+        if model.num_vertices:
+            sb = strongest_bone(model)
+            self._shadow_bones = np.unique(sb)
+            reach = np.linalg.norm(np.asarray(model.vertex_position, np.float64) - rest[sb], axis=1).max()
+        else:
+            self._shadow_bones, reach = np.arange(min(B, 1)), 1.0
+        self._bone_rest = np.concatenate([rest, np.ones((B, 1))], axis=1)[self._shadow_bones]
+        self._shadow_margin = float(reach) + 0.5
 
     # -------------------------------------------------------------------------------------
     def set_instance_offsets(self, offsets) -> None:
         """(instances, 3) model-space offsets of each character (crowds)."""
-        self._inst.write(np.ascontiguousarray(offsets, np.float32).tobytes())
+        self._inst_offsets = np.ascontiguousarray(offsets, np.float32).reshape(self.instances, 3)
+        self._inst.write(self._inst_offsets.tobytes())
 
     def render(self, bone_skin, view, proj, *, vertex_offset=None, uv_offset=None, diffuse=None,
                light_dir=(-0.5, -1.0, 0.5), light_color=None, background=(1.0, 1.0, 1.0),
@@ -183,31 +237,39 @@ class Renderer:
             uo = uv_offset if pb is None else np.asarray(uv_offset)[pb.vertex_source]
             self._uvoff.write(np.ascontiguousarray(uo, np.float32).tobytes())
         diffuse = model.material_diffuse if diffuse is None else diffuse
+        p = self.prog
+        if pb is None:
+            self._skin_prog["u_num_bones"].value = self.num_bones
+            self._skin_prog["u_bones"].value = 0
+        if self._feedback:
+            self._fbo_ms.use()  # some framebuffer must be complete even for transform feedback
+            self.bone_tex.use(0)
+            self._skin_vao.transform(self._skinned, mode=moderngl.POINTS, vertices=self.model.num_vertices)
+        ctx.front_face = "cw"  # MMD's front faces wind clockwise; the view flips z, so cw stays front
+        L = np.asarray(light_dir, np.float64)
+        L = L / np.linalg.norm(L)
+        self.bone_tex.use(0)
+        p["u_tex"].value = 1
+        p["u_sphere"].value = 2
+        p["u_toon"].value = 3
+        p["u_edge"].value = 0.0
+        p["u_ground_shadow"].value = 0.0
+        if self.self_shadow:
+            p["u_light_vp"].write(np.ascontiguousarray(self._shadow_pass(bone_skin, L, diffuse).T, np.float32).tobytes())
+            p["u_shadow_map"].value = 4
+            p["u_self_shadow"].value = 0.0
+            self._shadow_tex.use(4)
         self._fbo_ms.use()
         ctx.viewport = (0, 0, self.width, self.height)
         ctx.clear(*background, 1.0, depth=1.0)
         ctx.enable(moderngl.DEPTH_TEST | moderngl.BLEND)
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
-        ctx.front_face = "cw"  # MMD's front faces wind clockwise; the view flips z, so cw stays front
-        p = self.prog
         p["u_view"].write(np.ascontiguousarray(np.asarray(view, np.float32).T).tobytes())
         p["u_proj"].write(np.ascontiguousarray(np.asarray(proj, np.float32).T).tobytes())
-        if pb is None:
-            self._skin_prog["u_num_bones"].value = self.num_bones
-            self._skin_prog["u_bones"].value = 0
-        if self._feedback:
-            self.bone_tex.use(0)
-            self._skin_vao.transform(self._skinned, mode=moderngl.POINTS, vertices=self.model.num_vertices)
-        L = np.asarray(light_dir, np.float64)
-        p["u_light_dir"].value = tuple(L / np.linalg.norm(L))
+        p["u_light_dir"].value = tuple(L)
         p["u_light_color"].value = tuple(float(c) for c in light_color) if light_color is not None \
             else (LIGHT_COLOR,) * 3
-        p["u_tex"].value = 1
-        p["u_sphere"].value = 2
-        p["u_toon"].value = 3
-        self.bone_tex.use(0)
         flags = model.material_flags
-        p["u_ground_shadow"].value = 0.0
         p["u_shadow_color"].value = (0.6, 0.6, 0.62, 1.0)
         if self.ground_shadow:  # MMD's ground shadow: the mesh flattened onto y = 0 along the light
             p["u_ground_shadow"].value = 1.0
@@ -258,6 +320,8 @@ class Renderer:
                             p[um].value = mul
                             p[ua].value = add
                     p["u_sphere_mode"].value = int(model.material_sphere_mode[m]) if s is not None else 0
+                    if self.self_shadow:
+                        p["u_self_shadow"].value = float(bool(flags[m] & M.MATERIAL_SELF_SHADOW))
                     (t or self._white).use(1)
                     (s or self._white).use(2)
                     toon.use(3)
@@ -269,6 +333,45 @@ class Renderer:
         data = self._fbo.read(components=3, alignment=1)
         img = np.frombuffer(data, np.uint8).reshape(self.height, self.width, 3)
         return img[::-1]
+
+    def _shadow_pass(self, bone_skin, light_dir, diffuse) -> np.ndarray:
+        """Draw the casting materials' depth from the light into the shadow map; returns the
+        light's view-projection (fitted around the posed bones of every character)."""
+        ctx, model, p = self.ctx, self.model, self._depth_prog
+        skin = np.asarray(bone_skin, np.float64).reshape(-1, self.num_bones, 4, 4)[:, self._shadow_bones]
+        pts = np.einsum("kbij,bj->kbi", skin[:, :, :3, :], self._bone_rest)  # bone world positions
+        offs = self._inst_offsets[:len(skin), None, :]
+        pts = (pts + offs).reshape(-1, 3)
+        lo, hi = pts.min(0) - self._shadow_margin, pts.max(0) + self._shadow_margin
+        light_vp = light_view_proj(light_dir, 0.5 * (lo + hi), 0.5 * float(np.linalg.norm(hi - lo)))
+        self._shadow_fbo.use()
+        ctx.viewport = (0, 0, self._shadow_tex.width, self._shadow_tex.height)
+        self._shadow_fbo.clear(depth=1.0)
+        ctx.enable(moderngl.DEPTH_TEST)
+        ctx.disable(moderngl.BLEND | moderngl.CULL_FACE)
+        ctx.polygon_offset = 1.5, 4.0  # slope-scaled bias against shadow acne
+        p["u_view"].write(np.ascontiguousarray(light_vp.T, np.float32).tobytes())
+        p["u_proj"].write(np.eye(4, dtype=np.float32).tobytes())
+        for name, value in (("u_edge", 0.0), ("u_ground_shadow", 0.0), ("u_tex", 1), ("u_bones", 0),
+                            ("u_num_bones", self.num_bones)):
+            if name in p:
+                p[name].value = value
+        flags = model.material_flags
+        for m in range(model.num_materials):
+            a = float(diffuse[m, 3])
+            if not flags[m] & M.MATERIAL_SELF_SHADOW_MAP or a <= 0.0 or (
+                    model.source_format == "pmd" and abs(a - 0.98) < 1e-6):  # PMD: alpha 0.98 casts none
+                continue
+            t = self._mat_tex[m][0]
+            p["u_diffuse"].value = tuple(float(x) for x in diffuse[m])
+            p["u_has_tex"].value = t is not None
+            (t or self._white).use(1)
+            for first, count, batch in self._ranges[m]:
+                if batch >= 0:
+                    self._palette_ubo.write(self._palette_buf[batch].tobytes())
+                self._depth_vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)
+        ctx.polygon_offset = 0.0, 0.0
+        return light_vp
 
     def release(self) -> None:
         self.ctx.release()

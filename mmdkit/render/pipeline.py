@@ -46,14 +46,15 @@ def crowd_offsets(n: int, spacing: float) -> np.ndarray:
 def render_motion(model, motion, output: str, *, frames=None, camera=None, size=(1280, 720),
                   fps: float = 30.0, msaa: int = 4, physics: bool = True, crowd: int = 1,
                   crowd_frame_offset: float = 7.0, audio: str | None = None, progress: bool = True,
-                  palette_size: int | None = None, ground_shadow: bool = True,
+                  palette_size: int | None = None, ground_shadow: bool = True, self_shadow: bool = False,
                   warn=print) -> dict:
     """Render ``frames`` (iterable; default 0..last key frame) into ``output`` (.mp4 or folder)."""
     if frames is None:
         frames = np.arange(0, max(motion.last_frame if motion is not None else 0, 1) + 1)
     frames = np.asarray(list(frames), np.float64)
     chars = [Character(model, motion, _physics(model, physics, warn)) for _ in range(crowd)]
-    ren = Renderer(model, size, msaa, instances=crowd, palette_size=palette_size, ground_shadow=ground_shadow)
+    ren = Renderer(model, size, msaa, instances=crowd, palette_size=palette_size, ground_shadow=ground_shadow,
+                   self_shadow=self_shadow)
     for w in ren.warnings:
         warn(w)
     lo, hi = model.vertex_position.min(0), model.vertex_position.max(0)

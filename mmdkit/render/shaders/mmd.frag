@@ -1,5 +1,8 @@
 // MMD-style shading: ambient + diffuse × light, texture, sphere map (mul/add), toon ramp
 // looked up at v = 0.5 − 0.5·N·L (lit at the top), specular; edges are flat colour.
+// With SELF_SHADOW (MMD's formula): lit = shadow-map test (4 bilinear PCF taps), comp =
+// min(lit, saturate(3·N·L)), toon = mix(darkest toon, brightest toon, comp) — compiled in only
+// when asked for (CPU rasterisers pay for dead branches).
 uniform vec4 u_diffuse; uniform vec3 u_ambient; uniform vec3 u_specular; uniform float u_spec_power;
 uniform vec3 u_light_dir; uniform vec3 u_light_color;
 uniform sampler2D u_tex; uniform sampler2D u_sphere; uniform sampler2D u_toon;
@@ -9,8 +12,28 @@ uniform vec4 u_tex_mul; uniform vec4 u_tex_add; uniform vec4 u_sph_mul; uniform 
 uniform vec4 u_toon_mul; uniform vec4 u_toon_add;
 uniform float u_edge; uniform vec4 u_edge_color; uniform float u_ground_shadow; uniform vec4 u_shadow_color;
 
-in vec3 v_nrm; in vec2 v_uv; in vec3 v_view_nrm; in vec3 v_view_pos; in vec3 v_view_light;
+in vec3 v_nrm; in vec2 v_uv; in vec3 v_view_nrm; in vec3 v_view_pos; in vec3 v_view_light; in vec4 v_shadow;
 out vec4 f_color;
+
+vec3 toon_at(float lambert) {
+    return (texture(u_toon, vec2(0.5, 1.0 - clamp(0.5 - 0.5 * lambert, 0.0, 1.0))) * u_toon_mul + u_toon_add).rgb;
+}
+
+#ifdef SELF_SHADOW
+uniform float u_self_shadow;  // this material receives self-shadow
+uniform sampler2DShadow u_shadow_map;
+
+float shadow_lit() {
+    vec3 sc = v_shadow.xyz / v_shadow.w * 0.5 + 0.5;
+    if (any(lessThan(sc, vec3(0.0))) || any(greaterThan(sc, vec3(1.0)))) return 1.0;
+    vec2 texel = 1.0 / vec2(textureSize(u_shadow_map, 0));
+    float lit = 0.0;
+    for (int i = -1; i <= 1; i += 2)
+        for (int j = -1; j <= 1; j += 2)
+            lit += texture(u_shadow_map, vec3(sc.xy + vec2(i, j) * 0.5 * texel, sc.z - 0.001));
+    return 0.25 * lit;
+}
+#endif
 
 void main() {
     if (u_ground_shadow > 0.5) { f_color = u_shadow_color; return; }
@@ -31,8 +54,16 @@ void main() {
         if (u_sphere_mode == 1) color *= s; else if (u_sphere_mode == 2) color += s;
     }
     float lambert = dot(N, L);
-    vec3 toon = (texture(u_toon, vec2(0.5, 1.0 - clamp(0.5 - 0.5 * lambert, 0.0, 1.0))) * u_toon_mul + u_toon_add).rgb;
-    color *= toon;
+#ifdef SELF_SHADOW
+    if (u_self_shadow > 0.5) {
+        float comp = min(shadow_lit(), clamp(3.0 * lambert, 0.0, 1.0));
+        color *= mix(toon_at(-1.0), toon_at(1.0), comp);
+    } else {
+        color *= toon_at(lambert);
+    }
+#else
+    color *= toon_at(lambert);
+#endif
     if (u_spec_power > 0.0) {  // MMD: H = normalize(to eye + to light), in view space here
         vec3 H = normalize(normalize(-v_view_pos) + normalize(v_view_light));
         color += u_specular * pow(max(dot(normalize(v_view_nrm), H), 0.0), u_spec_power) * u_light_color;

@@ -6,8 +6,9 @@ uniform float u_edge;       // 1 = edge pass: push along the normal
 uniform float u_edge_size;
 uniform float u_ground_shadow;  // 1 = project onto the floor (y = 0) along the light
 uniform vec3 u_light_dir;
+uniform mat4 u_light_vp;      // self-shadow map's view-projection (MMD coordinates)
 in vec2 in_uv; in vec4 in_uvoff; in float in_edge;
-out vec3 v_nrm; out vec2 v_uv; out vec3 v_view_nrm; out vec3 v_view_pos; out vec3 v_view_light;
+out vec3 v_nrm; out vec2 v_uv; out vec3 v_view_nrm; out vec3 v_view_pos; out vec3 v_view_light; out vec4 v_shadow;
 
 void emit(vec3 pos, vec3 nrm) {
     if (u_edge > 0.5) pos += nrm * (u_edge_size * in_edge);
@@ -22,5 +23,6 @@ void emit(vec3 pos, vec3 nrm) {
     v_view_pos = vp.xyz;
     v_view_light = mat3(u_view) * (-u_light_dir);  // towards the light, view space
     v_uv = in_uv + in_uvoff.xy;
+    v_shadow = u_light_vp * vec4(pos, 1.0);
     gl_Position = u_proj * vp;
 }
