@@ -4,8 +4,9 @@ In: a Model (uploaded once), per frame the pose state — bone_skin (B,4,4) floa
 character, vertex/UV morph offsets, material colours after morphs — and camera matrices.
 Out: an (H, W, 3) uint8 RGB image read back from an MSAA framebuffer.
 Skinning runs in the vertex shader: the bone matrices of all characters live in one RGBA32F
-texture (4 texels per bone, read with texelFetch — no palette limit); crowds draw every
-character of one model with instancing (gl_InstanceID picks the bone rows and an offset).
+texture (4 texels per bone, read with texelFetch — no palette limit); every character of a
+crowd is skinned once per frame by instanced transform feedback (gl_InstanceID picks its bone
+rows and offset) into its slice of one buffer, which all passes draw from.
 BDEF1/2/4, SDEF and QDEF (dual quaternions) are all skinned on the GPU.
 With ``palette_size=P`` the renderer instead uses the skinning module's palette batches: each
 batch's ≤ P matrices go to a uniform buffer (for drivers with small limits, as D3DX's
@@ -111,10 +112,10 @@ class Renderer:
             self._palette_ubo = ctx.buffer(reserve=pb.palette_size * 64)
             self._palette_buf = np.empty((pb.num_batches, pb.palette_size, 4, 4), f32)
         frag = _shader("mmd.frag", defines="#define SELF_SHADOW" if self_shadow else "")
-        # one character from the bone texture: skin each vertex once per frame into a buffer
-        # (transform feedback) and draw the main, edge and shadow passes from it; crowds and the
-        # palette path skin in the drawing vertex shader instead
-        self._feedback = self.palette is None and self.instances == 1
+        # from the bone texture every vertex of every character is skinned once per frame into a
+        # buffer (transform feedback) and all passes draw from it; the palette path skins in the
+        # drawing vertex shader instead (its matrices change per batch)
+        self._feedback = self.palette is None
         if self._feedback:
             self._skin_prog = ctx.program(vertex_shader=_shader("skin.vert", defines="#define SKIN_ONLY"),
                                           varyings=["tf_pos", "tf_nrm"])
@@ -156,13 +157,11 @@ class Renderer:
             (self._inst, "3f/i", "in_offset"),
         ]
         if self._feedback:
-            self._skinned = ctx.buffer(reserve=V * 6 * 4)
+            self._skinned = ctx.buffer(reserve=V * 6 * 4 * self.instances)
             self._skin_vao = ctx.vertex_array(self._skin_prog, _inputs_for(self._skin_prog, inputs))
             inputs = [(self._skinned, "3f 3f", "in_skin_pos", "in_skin_nrm")] + inputs
-        self.vao = ctx.vertex_array(self.prog, _inputs_for(self.prog, inputs), index_buffer=self._idx,
-                                    index_element_size=4)
-        self._depth_vao = None if self._depth_prog is None else ctx.vertex_array(
-            self._depth_prog, _inputs_for(self._depth_prog, inputs), index_buffer=self._idx, index_element_size=4)
+        self._vaos = self._character_vaos(self.prog, inputs, V)
+        self._depth_vaos = [] if self._depth_prog is None else self._character_vaos(self._depth_prog, inputs, V)
         self.bone_tex = ctx.texture((4, B * self.instances), 4, dtype="f4")
         self.bone_tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
         folder = model_dir if model_dir is not None else (
@@ -204,6 +203,32 @@ class Renderer:
         self._bone_rest = np.concatenate([rest, np.ones((B, 1))], axis=1)[self._shadow_bones]
         self._shadow_margin = float(reach) + 0.5
 
+    def _character_vaos(self, prog, inputs, V):
+        """Vertex arrays to draw with ``prog``: one per character from the skinned buffer (each
+        bound at its character's slice), or one instanced array when the shader skins."""
+        ctx = self.ctx
+        vaos = [ctx.vertex_array(prog, _inputs_for(prog, inputs), index_buffer=self._idx, index_element_size=4)]
+        if self._feedback:
+            for k in range(1, self.instances):
+                vao = ctx.vertex_array(prog, _inputs_for(prog, inputs), index_buffer=self._idx, index_element_size=4)
+                for name, off in (("in_skin_pos", 0), ("in_skin_nrm", 12)):
+                    if name in prog:
+                        vao.bind(prog[name].location, "f", self._skinned, "3f", offset=k * V * 24 + off, stride=24)
+                vaos.append(vao)
+        return vaos
+
+    def _draw(self, ranges, depth: bool = False) -> None:
+        """Draw one material's face ranges for every character."""
+        for first, count, batch in ranges:
+            if batch >= 0:
+                self._palette_ubo.write(self._palette_buf[batch].tobytes())
+            if self._feedback:
+                for vao in (self._depth_vaos if depth else self._vaos):
+                    vao.render(moderngl.TRIANGLES, vertices=count, first=first)
+            else:
+                (self._depth_vaos if depth else self._vaos)[0].render(
+                    moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)
+
     # -------------------------------------------------------------------------------------
     def set_instance_offsets(self, offsets) -> None:
         """(instances, 3) model-space offsets of each character (crowds)."""
@@ -244,7 +269,8 @@ class Renderer:
         if self._feedback:
             self._fbo_ms.use()  # some framebuffer must be complete even for transform feedback
             self.bone_tex.use(0)
-            self._skin_vao.transform(self._skinned, mode=moderngl.POINTS, vertices=self.model.num_vertices)
+            self._skin_vao.transform(self._skinned, mode=moderngl.POINTS, vertices=self.model.num_vertices,
+                                     instances=self.instances)
         ctx.front_face = "cw"  # MMD's front faces wind clockwise; the view flips z, so cw stays front
         L = np.asarray(light_dir, np.float64)
         L = L / np.linalg.norm(L)
@@ -280,10 +306,7 @@ class Renderer:
             ctx.cull_face = "back"
             for m in range(model.num_materials):
                 if flags[m] & M.MATERIAL_GROUND_SHADOW and diffuse[m, 3] > 0.0:
-                    for first, count, batch in self._ranges[m]:
-                        if batch >= 0:
-                            self._palette_ubo.write(self._palette_buf[batch].tobytes())
-                        self.vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)
+                    self._draw(self._ranges[m])
             p["u_ground_shadow"].value = 0.0
         for pass_edge in ((False, True) if self.edges else (False,)):
             p["u_edge"].value = 1.0 if pass_edge else 0.0
@@ -325,10 +348,7 @@ class Renderer:
                     (t or self._white).use(1)
                     (s or self._white).use(2)
                     toon.use(3)
-                for first, count, batch in self._ranges[m]:
-                    if batch >= 0:
-                        self._palette_ubo.write(self._palette_buf[batch].tobytes())
-                    self.vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)
+                self._draw(self._ranges[m])
         ctx.copy_framebuffer(self._fbo, self._fbo_ms)
         data = self._fbo.read(components=3, alignment=1)
         img = np.frombuffer(data, np.uint8).reshape(self.height, self.width, 3)
@@ -366,10 +386,7 @@ class Renderer:
             p["u_diffuse"].value = tuple(float(x) for x in diffuse[m])
             p["u_has_tex"].value = t is not None
             (t or self._white).use(1)
-            for first, count, batch in self._ranges[m]:
-                if batch >= 0:
-                    self._palette_ubo.write(self._palette_buf[batch].tobytes())
-                self._depth_vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)
+            self._draw(self._ranges[m], depth=True)
         ctx.polygon_offset = 0.0, 0.0
         return light_vp
 
