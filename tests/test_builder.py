@@ -34,7 +34,7 @@ def leg_model():
     mb.add_bone_morph("bm", [hip], [[0, 1, 0]], [[0, 0, 0, 1]])
     mb.add_material_morph("red", -1, 0, diffuse=(1, 0, 0, 1))
     mb.add_group_morph("g", [0, 3], [1.0, 0.5])
-    a = mb.add_rigid_body("hip", hip, "capsule", (0.5, 2, 0), (1, 6, 0), mode=0, group=1, no_collide_mask=0xFFFD)
+    a = mb.add_rigid_body("hip", hip, "capsule", (0.5, 2, 0), (1, 6, 0), mode=0, group=1, collide_mask=0xFFFD)
     b = mb.add_rigid_body("shin", knee, "box", (0.5, 0.5, 2), (1, 2, 0), mass=2, mode=1)
     mb.add_joint("knee", a, b, (1, 4, 0), rotation_lower=(-1, 0, 0), rotation_upper=(1, 0, 0))
     return mb.build(), dict(root=root, hip=hip, knee=knee, ankle=ankle, ik=ik, twist=twist, v_skin=v_skin)

@@ -108,7 +108,7 @@ def test_pmx21_soft_bodies_flip_impulse_round_trip():
     mb.add_vertex_morph("v", [0], [[0, 1, 0]])
     mb.add_group_morph("flip", [0], [1.0], flip=True)
     mb.add_impulse_morph("kick", [rb], [[0, 1, 0]], [[0, 0, 1]], local=True)
-    sb = SoftBodyRecord(name="skirt", name_en="skirt", shape=0, material=mat, group=2, no_collide_mask=0xFFFF,
+    sb = SoftBodyRecord(name="skirt", name_en="skirt", shape=0, material=mat, group=2, collide_mask=0xFFFF,
                         flags=3, b_link_distance=2, cluster_count=4, total_mass=1.5, collision_margin=0.125,
                         aero_model=1, config=tuple(float(i) for i in range(12)), cluster=(1.0,) * 6,
                         iteration=(1, 2, 3, 4), material_coef=(0.5, 0.25, 0.75), anchors=((rb, 1, 1),), pins=(2,))

@@ -59,6 +59,26 @@ def test_sphere_falls_and_rests_on_floor():
     assert np.isfinite(bw).all()
 
 
+@pytest.mark.parametrize("ball_mask, lands", [(0xFFFF, True), (0xFFFF & ~(1 << 3), False)])
+def test_collide_mask_says_which_groups_a_body_hits(ball_mask, lands):
+    """As stored in PMX/PMD (and read by MMD, saba, three.js): bit g set = collides with group g.
+    A ball (group 2) over a table (group 3) lands on it only when its mask has bit 3."""
+    mb = ModelBuilder("table")
+    mb.add_bone("root", (0, 0, 0))
+    mb.add_bone("ball", (0, 10, 0), parent=0)
+    mb.add_rigid_body("table", 0, "box", (5, 0.5, 5), (0, 4.5, 0), mode=0, group=3, collide_mask=0xFFFF)
+    mb.add_rigid_body("ball", 1, "sphere", (1, 0, 0), (0, 10, 0), mass=1.0, mode=1, group=2,
+                      collide_mask=ball_mask, linear_damping=0.1, restitution=0.0)
+    model = mb.build()
+    phys = MMDPhysics(model, warmup_steps=0)
+    phys.reset(rest_bones(model), 0)
+    for _ in range(120):
+        bw = rest_bones(model)
+        phys.step(1 / 60, bw)
+    y = bw[1, 1, 3]
+    assert (abs(y - 6.0) < 0.2) if lands else (y < 0.0), y
+
+
 def test_sphere_without_floor_keeps_falling_under_gravity():
     model = sphere_model()
     phys = MMDPhysics(model, floor=False)
@@ -74,10 +94,10 @@ def chain_model(n=4, length=2.0, swing=True, ik_goal=None):
     mb.add_bone("root", (0, 20, 0))
     for i in range(n):
         mb.add_bone(f"link{i}", (0, 20, (i + 0.5) * length), parent=i)
-    mb.add_rigid_body("anchor", 0, "box", (0.5, 0.5, 0.5), (0, 20, 0), mode=0, group=0, no_collide_mask=0xFFFF)
+    mb.add_rigid_body("anchor", 0, "box", (0.5, 0.5, 0.5), (0, 20, 0), mode=0, group=0, collide_mask=0)
     for i in range(n):
         mb.add_rigid_body(f"link{i}", i + 1, "box", (0.2, 0.2, length * 0.4), (0, 20, (i + 0.5) * length),
-                          mass=1.0, mode=1, group=1, no_collide_mask=0xFFFF)
+                          mass=1.0, mode=1, group=1, collide_mask=0)
     for i in range(n):
         mb.add_joint(f"j{i}", i, i + 1, (0, 20, i * length), rotation_lower=(-np.pi, -np.pi, -np.pi),
                      rotation_upper=(np.pi, np.pi, np.pi))
@@ -258,12 +278,20 @@ def test_gene_wavefile_300_frames_with_character(assets):
     phys = MMDPhysics(model)
     ch = Character(model, motion, physics=phys)
     bind = _frames_bind(model)
-    worst = 0.0
+    # joints between bodies whose bones carry vertices must hold; the helper joints to Gene's
+    # invisible cloak weights (錘, hanging 93 units below on a locked joint while the cloak now
+    # collides with the legs) stretch like Bullet's soft joints do, ~20 %
+    skinned = np.zeros(model.num_bones, bool)
+    skinned[np.unique(model.vertex_bone_index[model.vertex_bone_weight > 0])] = True
+    body_bone = np.asarray(model.rigid_body_bone)
+    visible = skinned[body_bone[phys.joint_body_a]] & skinned[body_bone[phys.joint_body_b]]
+    assert visible.sum() > 60
     for f in range(300):
         ch.update(f)
         assert np.isfinite(ch.bone_world).all() and np.isfinite(phys.body_world).all()
-        ok, now, reach = joint_reach_ok(phys, model, bind, stretch=1.2)
-        worst = max(worst, float((now / reach).max()))
+        ok, now, reach = joint_reach_ok(phys, model, bind)
+        assert ok[visible].all(), (f, np.nonzero(~ok & visible))
+        ok, now, reach = joint_reach_ok(phys, model, bind, stretch=1.5)
         assert ok.all(), (f, np.nonzero(~ok))
     assert phys.blowup_resets == 0
     # driven bones follow their bodies: bone = body @ inverse(offset)
@@ -281,8 +309,8 @@ def test_mode2_takes_rotation_from_body_and_translation_from_bone():
     mb = ModelBuilder("m2")
     mb.add_bone("root", (0, 10, 0))
     mb.add_bone("tip", (0, 10, 2), parent=0)
-    mb.add_rigid_body("anchor", 0, "sphere", (0.3, 0, 0), (0, 10, 0), mode=0, no_collide_mask=0xFFFF)
-    mb.add_rigid_body("arm", 1, "box", (0.2, 0.2, 1.0), (0, 10, 3), mode=2, group=1, no_collide_mask=0xFFFF)
+    mb.add_rigid_body("anchor", 0, "sphere", (0.3, 0, 0), (0, 10, 0), mode=0, collide_mask=0)
+    mb.add_rigid_body("arm", 1, "box", (0.2, 0.2, 1.0), (0, 10, 3), mode=2, group=1, collide_mask=0)
     mb.add_joint("hinge", 0, 1, (0, 10, 2), rotation_lower=(-3, -3, -3), rotation_upper=(3, 3, 3))
     model = mb.build()
     phys = MMDPhysics(model)

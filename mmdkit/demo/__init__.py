@@ -131,14 +131,14 @@ def demo_model():
 
     # physics: head (static, follows bone) + three dynamic hair bodies on spring joints
     head = mb.add_rigid_body("頭", B["頭"], M.SHAPE_SPHERE, (1.4, 0, 0), (0, 15.6, 0), mode=M.BODY_STATIC,
-                             group=0, no_collide_mask=0)
+                             group=0, collide_mask=0xFFFF)
     prev = head
     for name in ("髪1", "髪2", "髪3"):
         i = B[name]
         p = np.asarray(mb._bones[i]["position"])
         q = np.asarray(mb._bones[i + 1]["position"])
         body = mb.add_rigid_body(name, i, M.SHAPE_CAPSULE, (0.35, np.linalg.norm(q - p), 0), (p + q) / 2,
-                                 mass=0.5, mode=M.BODY_DYNAMIC, group=2, no_collide_mask=1 << 2,
+                                 mass=0.5, mode=M.BODY_DYNAMIC, group=2, collide_mask=0xFFFF & ~(1 << 2),
                                  linear_damping=0.6, angular_damping=0.8)
         mb.add_joint(f"{name}J", prev, body, p, rotation_lower=(-0.6, -0.3, -0.3),
                      rotation_upper=(0.6, 0.3, 0.3), spring_rotation=(30, 30, 30))

@@ -380,7 +380,7 @@ def read_pmd(data: bytes, path: str = "") -> dict:
     ex["rigid_body_offset_raw"] = rig["p"]
     ex["rigid_body_position_built"] = pos
     f.update(rigid_body_name=tuple(rb_names), rigid_body_bone=rbone, rigid_body_group=rig["group"],
-             rigid_body_no_collide_mask=rig["mask"], rigid_body_shape=rig["shape"], rigid_body_size=rig["size"],
+             rigid_body_collide_mask=rig["mask"], rigid_body_shape=rig["shape"], rigid_body_size=rig["size"],
              rigid_body_position=pos, rigid_body_rotation=rig["r"], rigid_body_mass=rig["mass"],
              rigid_body_linear_damping=rig["lin"], rigid_body_angular_damping=rig["ang"],
              rigid_body_restitution=rig["rest"], rigid_body_friction=rig["fric"], rigid_body_mode=rig["mode"])
@@ -660,7 +660,7 @@ def write_pmd(model) -> bytes:
         for i in range(R):
             rg["name"][i] = np.frombuffer(_field(model.rigid_body_name[i], rf, i, 20), np.uint8)
         rg["bone"] = np.where(model.rigid_body_bone < 0, 0xFFFF, model.rigid_body_bone)
-        rg["group"], rg["mask"], rg["shape"] = model.rigid_body_group, model.rigid_body_no_collide_mask, \
+        rg["group"], rg["mask"], rg["shape"] = model.rigid_body_group, model.rigid_body_collide_mask, \
             model.rigid_body_shape
         rg["size"], rg["r"] = model.rigid_body_size, model.rigid_body_rotation
         if _same(ex.get("rigid_body_position_built"), model.rigid_body_position) and \

@@ -35,7 +35,7 @@ class SoftBodyRecord:
     shape: int = 0  # 0 tri-mesh, 1 rope
     material: int = -1
     group: int = 0
-    no_collide_mask: int = 0
+    collide_mask: int = 0xFFFF  # bit g set = collides with group g
     flags: int = 0  # 1 B-link, 2 clusters, 4 link hybrid
     b_link_distance: int = 0
     cluster_count: int = 0
@@ -441,7 +441,7 @@ def _read_pmx(data: bytes, path: str, bone_size_override) -> dict:
         rows.append(r.unpack(rb_st))
     ra = np.array(rows, np.float64).reshape(nr, 18)
     f.update(rigid_body_name=tuple(rname), rigid_body_name_en=tuple(rname_en), rigid_body_bone=rbone,
-             rigid_body_group=ra[:, 0].astype(np.uint8), rigid_body_no_collide_mask=ra[:, 1].astype(np.uint16),
+             rigid_body_group=ra[:, 0].astype(np.uint8), rigid_body_collide_mask=ra[:, 1].astype(np.uint16),
              rigid_body_shape=ra[:, 2].astype(np.uint8), rigid_body_size=ra[:, 3:6].astype(np.float32),
              rigid_body_position=ra[:, 6:9].astype(np.float32), rigid_body_rotation=ra[:, 9:12].astype(np.float32),
              rigid_body_mass=ra[:, 12].astype(np.float32), rigid_body_linear_damping=ra[:, 13].astype(np.float32),
@@ -781,7 +781,7 @@ def write_pmx(model) -> bytes:
         w.raw(text(model.rigid_body_name[i]))
         w.raw(text(model.rigid_body_name_en[i]))
         w.pack(bst, int(model.rigid_body_bone[i]))
-        w.pack(rb_st, int(model.rigid_body_group[i]), int(model.rigid_body_no_collide_mask[i]),
+        w.pack(rb_st, int(model.rigid_body_group[i]), int(model.rigid_body_collide_mask[i]),
                int(model.rigid_body_shape[i]), *model.rigid_body_size[i], *model.rigid_body_position[i],
                *model.rigid_body_rotation[i], model.rigid_body_mass[i], model.rigid_body_linear_damping[i],
                model.rigid_body_angular_damping[i], model.rigid_body_restitution[i], model.rigid_body_friction[i],
@@ -807,7 +807,7 @@ def write_pmx(model) -> bytes:
             w.raw(text(sb.name_en))
             w.u8(sb.shape)
             w.pack(ist["material"], sb.material)
-            w.pack(sb_st, sb.group, sb.no_collide_mask, sb.flags, sb.b_link_distance, sb.cluster_count,
+            w.pack(sb_st, sb.group, sb.collide_mask, sb.flags, sb.b_link_distance, sb.cluster_count,
                    sb.total_mass, sb.collision_margin, sb.aero_model, *sb.config, *sb.cluster, *sb.iteration,
                    *sb.material_coef)
             w.i32(len(sb.anchors))

@@ -72,7 +72,7 @@ _add("Ei", np.bool_, (), "impulse_morph_local")
 _add("Ei", np.float32, (3,), "impulse_morph_velocity", "impulse_morph_torque")
 _add("R", np.int32, (), "rigid_body_bone")
 _add("R", np.uint8, (), "rigid_body_group", "rigid_body_shape", "rigid_body_mode")
-_add("R", np.uint16, (), "rigid_body_no_collide_mask")
+_add("R", np.uint16, (), "rigid_body_collide_mask")
 _add("R", np.float32, (3,), "rigid_body_size", "rigid_body_position", "rigid_body_rotation")
 _add("R", np.float32, (), "rigid_body_mass", "rigid_body_linear_damping", "rigid_body_angular_damping",
      "rigid_body_restitution", "rigid_body_friction")

@@ -207,14 +207,14 @@ class ModelBuilder:
 
     # --- physics ----------------------------------------------------------------------------
     def add_rigid_body(self, name, bone, shape, size, position, rotation=(0, 0, 0), mass=1.0, mode=0, group=0,
-                       no_collide_mask=0, linear_damping=0.5, angular_damping=0.5, restitution=0.0, friction=0.5,
+                       collide_mask=0xFFFF, linear_damping=0.5, angular_damping=0.5, restitution=0.0, friction=0.5,
                        *, name_en="") -> int:
         shape = _SHAPES.get(shape, shape) if isinstance(shape, str) else int(shape)
         if shape not in (0, 1, 2):
             raise BuildError(f"unknown rigid body shape {shape!r}", section="add_rigid_body")
         self._bodies.append(dict(name=name, name_en=name_en, bone=int(bone), shape=shape, size=_v(size, 3, "size"),
                                  position=_v(position, 3, "position"), rotation=_v(rotation, 3, "rotation"),
-                                 mass=mass, mode=int(mode), group=int(group), mask=int(no_collide_mask),
+                                 mass=mass, mode=int(mode), group=int(group), mask=int(collide_mask) & 0xFFFF,
                                  lin=linear_damping, ang=angular_damping, rest=restitution, fric=friction))
         return len(self._bodies) - 1
 
@@ -294,7 +294,7 @@ class ModelBuilder:
         f.update(rigid_body_name=tuple(b["name"] for b in bodies), rigid_body_name_en=tuple(b["name_en"] for b in bodies))
         if bodies:
             f.update(rigid_body_bone=rc("bone", np.int32), rigid_body_group=rc("group", np.uint8),
-                     rigid_body_no_collide_mask=rc("mask", np.uint16), rigid_body_shape=rc("shape", np.uint8),
+                     rigid_body_collide_mask=rc("mask", np.uint16), rigid_body_shape=rc("shape", np.uint8),
                      rigid_body_size=rc("size"), rigid_body_position=rc("position"), rigid_body_rotation=rc("rotation"),
                      rigid_body_mass=rc("mass"), rigid_body_linear_damping=rc("lin"),
                      rigid_body_angular_damping=rc("ang"), rigid_body_restitution=rc("rest"),

@@ -185,7 +185,7 @@ class Model:
     rigid_body_name_en: tuple[str, ...] = ()
     rigid_body_bone: np.ndarray = None  # (R,) int32, -1 none (follows the root)
     rigid_body_group: np.ndarray = None  # (R,) uint8, 0..15
-    rigid_body_no_collide_mask: np.ndarray = None  # (R,) uint16, as stored: bit g set = ignore group g
+    rigid_body_collide_mask: np.ndarray = None  # (R,) uint16, as stored: bit g set = collides with group g
     rigid_body_shape: np.ndarray = None  # (R,) uint8, SHAPE_*
     rigid_body_size: np.ndarray = None  # (R, 3) float32: sphere (r,_,_), box half extents, capsule (r,h,_)
     rigid_body_position: np.ndarray = None  # (R, 3) float32, model space

@@ -140,9 +140,10 @@ class MMDPhysics:
         self.body_mode = mode
         mass = arr("rigid_body_mass", np.float32, (R,))
         group = arr("rigid_body_group", np.int32, (R,))
-        no_collide = arr("rigid_body_no_collide_mask", np.int32, (R,))
         group_bit = (np.left_shift(1, np.clip(group, 0, 15))).astype(np.int32)
-        mask = ((~no_collide) & 0xFFFF).astype(np.int32)
+        # the stored mask says which groups a body collides with (0xFFFF all; a body's own group
+        # is usually cleared), exactly Bullet's filter mask
+        mask = (arr("rigid_body_collide_mask", np.int32, (R,)) & 0xFFFF).astype(np.int32)
 
         # Bind frames and offsets relative to the followed bone's rest (translate(bone_position)).
         body_bind = _frames(arr("rigid_body_position", np.float64, (R, 3)), arr("rigid_body_rotation", np.float64, (R, 3)))
@@ -233,7 +234,7 @@ class MMDPhysics:
         verts = np.ascontiguousarray(np.asarray(model.vertex_position, np.float32)[used])
         k = self.world.add_soft_body(verts, local, mass=float(rec.total_mass), margin=float(rec.collision_margin),
                                      group=int(1 << (int(rec.group) & 15)),
-                                     mask=int(~int(rec.no_collide_mask) & 0xFFFF))
+                                     mask=int(rec.collide_mask) & 0xFFFF)
         self.world.configure_soft(k, np.asarray(rec.config, np.float32), np.asarray(rec.iteration, np.int32),
                                   np.asarray(rec.material_coef, np.float32),
                                   int(rec.b_link_distance) if rec.flags & 1 else 0,
