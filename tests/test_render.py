@@ -126,6 +126,29 @@ def test_crowd_draws_each_character_with_its_own_pose(ctx, self_shadow):
     assert np.abs(both - np.minimum(left, right)).mean() < 1.0
 
 
+def test_pmd_shared_toon_is_taken_from_the_model_folder_first(ctx, tmp_path):
+    """MMD resolves a PMD's toon01..10.bmp in the model's folder before its own shared toons."""
+    mb = ModelBuilder("toon")
+    b = mb.add_bone("root", (0, 0, 0))
+    mat = mb.add_material("m", diffuse=(1, 1, 1, 1), ambient=(0.5, 0.5, 0.5), edge=False, double_sided=True, toon=0)
+    _quad(mb, mat, 0.0, b)
+    mmdkit.save(mb.build(), tmp_path / "toon.pmd")
+    model = mmdkit.load(tmp_path / "toon.pmd")
+    assert model.material_toon_shared[0] and model.material_toon_index[0] == 0
+
+    def centre():
+        ren = Renderer(model, (32, 32), 0, ctx=ctx, edges=False, ground_shadow=False)
+        img = ren.render(np.broadcast_to(np.eye(4, dtype=np.float32), (1, 4, 4)),
+                         mmd_view((0, 0, 0), (0, 0, 0), -6), perspective(30, 1.0), light_dir=(0, 0, 1))
+        return img[16, 16].astype(int)
+
+    plain = centre()
+    Image.new("RGB", (32, 32), (255, 40, 40)).save(tmp_path / "toon01.bmp")
+    red = centre()
+    assert abs(plain[0] - plain[1]) < 12  # the built-in ramp is grey
+    assert red[0] > red[1] + 60  # the folder's toon01.bmp (red) is used
+
+
 def test_gpu_skinning_equals_cpu(ctx, assets):
     model = mmdkit.load(assets / "gene" / "Gene.pmx")
     motion = mmdkit.load(assets / "wavefile" / "wavefile_v2.vmd")

@@ -176,7 +176,12 @@ class Renderer:
             t = self.textures.get(model.texture_path, int(model.material_texture_index[m]))
             s = self.textures.get(model.texture_path, int(model.material_sphere_index[m]))
             if model.material_toon_shared[m]:
-                toon = self._toons[1 + int(np.clip(model.material_toon_index[m], 0, 9))]
+                k = int(np.clip(model.material_toon_index[m], 0, 9))
+                # MMD looks for a PMD's toon01..10.bmp in the model folder first (models ship
+                # their own); PMX shared toons are always MMD's
+                own = self.textures.by_name(f"toon{k + 1:02d}.bmp", clamp=True, missing_ok=True) \
+                    if model.source_format == "pmd" else None
+                toon = own or self._toons[1 + k]
             else:
                 toon = self.textures.get(model.texture_path, int(model.material_toon_index[m]), clamp=True)
                 toon = toon or self._toons[0]

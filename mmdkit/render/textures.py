@@ -61,20 +61,28 @@ class TextureCache:
     def __init__(self, ctx, folder: str | None):
         self.ctx = ctx
         self.folder = folder
-        self._cache: dict[tuple[int, bool], object] = {}
+        self._cache: dict[tuple[str, bool], object] = {}
         self.warnings: list[str] = []
 
     def get(self, paths, index: int, *, clamp: bool = False):
-        if index is None or index < 0 or index >= len(paths) or not self.folder:
+        """The texture stored at ``paths[index]`` (None when absent: warned once)."""
+        if index is None or index < 0 or index >= len(paths):
             return None
-        key = (index, clamp)
+        return self.by_name(paths[index], clamp=clamp)
+
+    def by_name(self, name: str, *, clamp: bool = False, missing_ok: bool = False):
+        """The texture file ``name`` in the model folder, loaded once (None when absent)."""
+        if not self.folder or not name:
+            return None
+        key = (name.lower(), clamp)
         if key in self._cache:
             return self._cache[key]
         tex = None
         try:
-            path = resolve_texture(self.folder, paths[index])
+            path = resolve_texture(self.folder, name)
             if path is None:
-                self.warnings.append(f"texture '{paths[index]}' not found in {self.folder}; drawn without")
+                if not missing_ok:
+                    self.warnings.append(f"texture '{name}' not found in {self.folder}; drawn without")
             else:
                 from PIL import Image
 
@@ -87,6 +95,6 @@ class TextureCache:
         except ValueError as e:
             self.warnings.append(str(e))
         except Exception as e:  # unreadable image: warn, draw without
-            self.warnings.append(f"texture '{paths[index]}' could not be read ({e}); drawn without")
+            self.warnings.append(f"texture '{name}' could not be read ({e}); drawn without")
         self._cache[key] = tex
         return tex
