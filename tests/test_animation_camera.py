@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from mmdkit.animation.camera import sample_camera, sample_light
+from mmdkit.animation.camera import sample_camera, sample_light, sample_shadow
 from mmdkit.model.builder import MotionBuilder
 
 
@@ -31,3 +31,14 @@ def test_light_and_empty():
     light = sample_light(motion, [5])
     np.testing.assert_allclose(light["color"][0], [0.5, 0.5, 0.5])
     assert sample_camera(motion, [0]) is None
+
+
+def test_self_shadow_keys_hold_until_the_next_key():
+    mb = MotionBuilder()
+    mb.add_shadow_key(10, mode=0, distance=0.1)  # listed out of order on purpose
+    mb.add_shadow_key(0, mode=1, distance=0.05)
+    mb.add_shadow_key(20, mode=2, distance=0.2)
+    s = sample_shadow(mb.build(), [0, 9.5, 10, 15, 20, 99])
+    assert s["mode"].tolist() == [1, 1, 0, 0, 2, 2]
+    np.testing.assert_allclose(s["distance"], [0.05, 0.05, 0.1, 0.1, 0.2, 0.2], rtol=1e-6)
+    assert sample_shadow(MotionBuilder().build(), [0]) is None

@@ -98,6 +98,9 @@ def test_self_shadow_darkens_what_the_light_cannot_see(ctx):
         out[on] = ren.render(eye, view, proj, light_dir=(1.0, -1.0, 0.0)).astype(int)
     assert abs(out[False][shade].sum() - out[False][lit].sum()) < 6
     assert out[True][lit].sum() > out[True][shade].sum() + 60
+    # a VMD self-shadow key with mode 0 turns it off for that frame
+    off = ren.render(eye, view, proj, light_dir=(1.0, -1.0, 0.0), self_shadow=False).astype(int)
+    np.testing.assert_array_equal(off, out[False])
 
 
 @pytest.mark.parametrize("self_shadow", [False, True])

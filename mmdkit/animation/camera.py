@@ -2,7 +2,8 @@
 
 In: a ``Motion`` and frames (F,). Out: dict of arrays — camera: distance (F,), position (F,3)
 (the target point), rotation (F,3) Euler radians (lerped as Euler so multi-turn spins survive),
-fov (F,) degrees, perspective (F,) bool; light: color (F,3), direction (F,3).
+fov (F,) degrees, perspective (F,) bool; light: color (F,3), direction (F,3); self-shadow:
+mode (F,) int (0 off, 1/2 MMD's modes), distance (F,) (step keys: the last key at or before).
 Camera keys one frame apart are a cut: the earlier key's value holds, never interpolated.
 Each of the 6 camera channels (x, y, z, rotation, distance, fov) has its own Bézier curve,
 stored on the later key as (x1, x2, y1, y2) bytes.
@@ -74,3 +75,14 @@ def sample_light(motion, frames) -> dict:
         v = arr[order].astype(np.float64)
         out[name] = np.stack([np.interp(frames, kf, v[:, c]) for c in range(3)], axis=1)
     return out
+
+
+def sample_shadow(motion, frames) -> dict:
+    """Self-shadow mode and distance at ``frames`` (held from the last key); ``None`` without keys."""
+    if motion is None or motion.num_shadow_keys == 0:
+        return None
+    frames = np.atleast_1d(np.asarray(frames, np.float64))
+    a, _, _ = _segments(motion.shadow_key_frame, frames)
+    return {"mode": np.asarray(motion.shadow_key_mode)[a].astype(np.int64),
+            "distance": np.asarray(motion.shadow_key_distance)[a].astype(np.float64)}
+

@@ -242,7 +242,7 @@ class Renderer:
 
     def render(self, bone_skin, view, proj, *, vertex_offset=None, uv_offset=None, diffuse=None,
                light_dir=(-0.5, -1.0, 0.5), light_color=None, background=(1.0, 1.0, 1.0),
-               eye_distance: float = 40.0, tints=None):
+               eye_distance: float = 40.0, tints=None, self_shadow: bool | None = None):
         """Draw one frame; returns (H, W, 3) uint8.
 
         bone_skin: (B,4,4) or (instances,B,4,4) float32 skinning matrices (column vectors).
@@ -250,6 +250,8 @@ class Renderer:
         vertex_offset (V,3), uv_offset (V,4): morph offsets of instance 0 (shared by a crowd).
         diffuse: (M,4) material diffuse after material morphs (default: the model's).
         tints: {'texture'|'sphere'|'toon': (mul (M,4), add (M,4))} from ``Character.material_tint``.
+        self_shadow: False switches a self-shadowing renderer's shadow off for this frame (VMD
+        self-shadow keys with mode 0); None keeps what the renderer was built with.
         """
         ctx, model = self.ctx, self.model
         pb = self.palette
@@ -285,10 +287,12 @@ class Renderer:
         p["u_toon"].value = 3
         p["u_edge"].value = 0.0
         p["u_ground_shadow"].value = 0.0
+        shadow_on = self.self_shadow and (self_shadow is None or bool(self_shadow))
         if self.self_shadow:
+            p["u_self_shadow"].value = 0.0
+        if shadow_on:
             p["u_light_vp"].write(np.ascontiguousarray(self._shadow_pass(bone_skin, L, diffuse).T, np.float32).tobytes())
             p["u_shadow_map"].value = 4
-            p["u_self_shadow"].value = 0.0
             self._shadow_tex.use(4)
         self._fbo_ms.use()
         ctx.viewport = (0, 0, self.width, self.height)
@@ -348,7 +352,7 @@ class Renderer:
                             p[um].value = mul
                             p[ua].value = add
                     p["u_sphere_mode"].value = int(model.material_sphere_mode[m]) if s is not None else 0
-                    if self.self_shadow:
+                    if shadow_on:
                         p["u_self_shadow"].value = float(bool(flags[m] & M.MATERIAL_SELF_SHADOW))
                     (t or self._white).use(1)
                     (s or self._white).use(2)

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from mmdkit.animation.camera import sample_camera, sample_light
+from mmdkit.animation.camera import sample_camera, sample_light, sample_shadow
 from mmdkit.pose import Character
 from mmdkit.render.camera import auto_view, mmd_view, perspective
 from mmdkit.render.gl import Renderer
@@ -65,6 +65,8 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
     cam = sample_camera(camera, frames) if camera is not None else None
     light = sample_light(camera, frames) if camera is not None else None
     light = light if light is not None else sample_light(motion, frames)
+    shadow = sample_shadow(camera, frames) if camera is not None else None
+    shadow = shadow if shadow is not None else sample_shadow(motion, frames)
     box_lo = lo + offs.min(0) - np.array([2.0, 0.0, 2.0])
     box_hi = hi + offs.max(0) + np.array([2.0, 1.0, 2.0])
     auto, auto_dist = auto_view(box_lo, box_hi, 30.0, aspect)
@@ -100,8 +102,9 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
                 else:
                     view, proj, dist = auto, perspective(30.0, aspect), auto_dist
                 lk = {} if light is None else {"light_dir": light["direction"][i], "light_color": light["color"][i]}
+                on = None if shadow is None else bool(shadow["mode"][i] != 0)  # VMD self-shadow keys
                 img = ren.render(skins, view, proj, vertex_offset=voff, uv_offset=uvoff, diffuse=diffuse,
-                                 eye_distance=dist, tints=tints, **lk)
+                                 eye_distance=dist, tints=tints, self_shadow=on, **lk)
                 if enc is not None:
                     enc.result()
                 enc = enc_pool.submit(writer.write, img)
