@@ -324,3 +324,22 @@ def test_material_morph_tints_reach_the_shader(ctx):
     body = np.abs(plain.astype(int) - 255).sum(axis=2) > 30
     assert body.sum() > 50
     assert tinted[body].mean() < plain[body].mean() * 0.6
+
+
+def test_property_keys_hide_the_model(tmp_path):
+    """MMD's 表示 off: on hidden frames nothing of the model is drawn (not even its shadow)."""
+    from mmdkit.model.builder import MotionBuilder
+    from mmdkit.render.pipeline import render_motion
+
+    mb = MotionBuilder()
+    mb.add_property_key(0, visible=True)
+    mb.add_property_key(1, visible=False)
+    motion = mb.build()
+    ch = Character(demo_model(), motion)
+    assert ch.update(0).visible and not ch.update(1).visible
+    out = tmp_path / "frames"
+    render_motion(demo_model(), motion, str(out), frames=[0, 1], size=(64, 48), msaa=0, physics=False,
+                  progress=False, self_shadow=True)
+    shown, hidden = (np.asarray(Image.open(out / f"frame_{i:05d}.png").convert("RGB")) for i in (0, 1))
+    assert (shown < 200).any()
+    assert hidden.min() >= 250  # background only

@@ -90,6 +90,8 @@ class BoundMotion:
     bone_key_rotation (K,4) xyzw; bone_key_curve (K,4,4) (channel, x1 y1 x2 y2);
     bone_key_physics (K,) bool. morph_key_start (N+1,), morph_key_frame, morph_key_weight.
     ik_key_start (Kik+1,), ik_key_frame, ik_key_enabled (uint8) per IK solver.
+    visible_key_start (2,), visible_key_frame, visible_key_value (uint8): the model's show/hide
+    property keys (one track).
     """
 
     bone_key_start: np.ndarray
@@ -104,6 +106,9 @@ class BoundMotion:
     ik_key_start: np.ndarray
     ik_key_frame: np.ndarray
     ik_key_enabled: np.ndarray
+    visible_key_start: np.ndarray = field(default_factory=lambda: np.zeros(2, np.int32))
+    visible_key_frame: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    visible_key_value: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
     last_frame: int = 0
     unbound_bones: tuple[str, ...] = ()
     unbound_morphs: tuple[str, ...] = ()
@@ -154,6 +159,9 @@ def bind_motion(model: Model, motion: Motion | None) -> BoundMotion:
         ik_frame = motion.property_key_frame[row_key]
         ik_en = motion.property_ik_enabled
     ik_start, ik_idx = _csr(ik_owner, ik_frame, K)
+    Kp = motion.num_property_keys
+    p_frame = arr(motion.property_key_frame, (0,), np.uint32)
+    vis_start, vis_idx = _csr(np.zeros(Kp, np.int32), p_frame, 1)
 
     return BoundMotion(
         bone_key_start=b_start,
@@ -168,6 +176,9 @@ def bind_motion(model: Model, motion: Motion | None) -> BoundMotion:
         ik_key_start=ik_start,
         ik_key_frame=ik_frame[ik_idx].astype(np.float64),
         ik_key_enabled=np.asarray(ik_en)[ik_idx].astype(np.uint8),
+        visible_key_start=vis_start,
+        visible_key_frame=p_frame[vis_idx].astype(np.float64),
+        visible_key_value=arr(motion.property_key_visible, (0,), np.uint8)[vis_idx].astype(np.uint8),
         last_frame=motion.last_frame,
         unbound_bones=tuple(unbound_b),
         unbound_morphs=tuple(unbound_m),

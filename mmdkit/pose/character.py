@@ -101,6 +101,7 @@ class Character:
         self._prev_vw = np.zeros(N)
         self._prev_uw = np.zeros(N)
         self.ik_enabled = np.ones(Kik, np.uint8)
+        self._visible = np.ones(1, np.uint8)
         self.bone_physics = np.ones(B, bool)
         self._has_physics_keys = bool(len(self.bound.bone_key_physics)) and not self.bound.bone_key_physics.all()
         # outputs
@@ -128,6 +129,11 @@ class Character:
         self._skinner = None
 
     # --- material views (M, ...) after material morphs --------------------------------
+    @property
+    def visible(self) -> bool:
+        """False on frames where the motion's property keys hide the model (MMD's 表示 off)."""
+        return bool(self._visible[0])
+
     @property
     def material_diffuse(self):
         return self._mat_out[:, 0:4]
@@ -276,6 +282,8 @@ class Character:
             self._solve(r.pass2)
             K.write_matrices(r.position, self._world_p, self._world_q, self.bone_world, self.bone_skin)
         t5 = clock()
+        if len(b.visible_key_frame):
+            sample_steps(frame, b.visible_key_start, b.visible_key_frame, b.visible_key_value, self._visible)
         self.frame = frame
         if timed:
             s = self.stage_seconds
