@@ -15,9 +15,9 @@ import time
 import numpy as np
 
 from mmdkit.animation.binding import BoundMotion, bind_motion
-from mmdkit.animation.vpd import motion_from_pose
 from mmdkit.animation.motion import Pose
 from mmdkit.animation.sampling import sample_bone_physics, sample_bones, sample_scalars, sample_steps
+from mmdkit.animation.vpd import motion_from_pose
 from mmdkit.model import model as M
 from mmdkit.pose import bones as K
 from mmdkit.pose import morph as MK
@@ -128,12 +128,12 @@ class Character:
         self.stage_seconds = dict.fromkeys(STAGES, 0.0)
         self._skinner = None
 
-    # --- material views (M, ...) after material morphs --------------------------------
     @property
     def visible(self) -> bool:
         """False on frames where the motion's property keys hide the model (MMD's 表示 off)."""
         return bool(self._visible[0])
 
+    # --- material views (M, ...) after material morphs --------------------------------
     @property
     def material_diffuse(self):
         return self._mat_out[:, 0:4]
