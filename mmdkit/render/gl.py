@@ -187,17 +187,22 @@ class Renderer:
                 toon = toon or self._toons[0]
             self._mat_tex.append((t, s, toon))
         self.warnings = self.textures.warnings
-        if self_shadow:  # the shadow map, read through texture unit 4
-            S = int(shadow_map_size)
-            self._shadow_tex = ctx.depth_texture((S, S))
-            self._shadow_tex.compare_func = "<="  # sampler2DShadow: hardware comparison, bilinear PCF
-            self._shadow_tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
-            self._shadow_tex.repeat_x = self._shadow_tex.repeat_y = False
-            self._shadow_fbo = ctx.framebuffer(depth_attachment=self._shadow_tex)
-        # the light camera frames the bones that carry vertices, grown by the farthest any
-        # vertex sits from its strongest bone (hair, skirts): the map is spent on the character
+        if self_shadow:
+            self._init_self_shadow(int(shadow_map_size))
+
+    def _init_self_shadow(self, size: int) -> None:
+        """The shadow map (read through texture unit 4) and what frames the light camera: the
+        bones that carry vertices, grown by the farthest any vertex sits from its strongest bone
+        (hair, skirts), so the map is spent on the character."""
         from mmdkit.skinning.bounds import strongest_bone
 
+        ctx, model = self.ctx, self.model
+        self._shadow_tex = ctx.depth_texture((size, size))
+        self._shadow_tex.compare_func = "<="  # sampler2DShadow: hardware comparison, bilinear PCF
+        self._shadow_tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
+        self._shadow_tex.repeat_x = self._shadow_tex.repeat_y = False
+        self._shadow_fbo = ctx.framebuffer(depth_attachment=self._shadow_tex)
+        B = self.num_bones
         rest = np.asarray(model.bone_position, np.float64)
         if model.num_vertices:
             sb = strongest_bone(model)
