@@ -103,28 +103,32 @@ def test_self_shadow_darkens_what_the_light_cannot_see(ctx):
     np.testing.assert_array_equal(off, out[False])
 
 
-@pytest.mark.parametrize("self_shadow", [False, True])
-def test_crowd_draws_each_character_with_its_own_pose(ctx, self_shadow):
-    """Two instances side by side, the second posed 1 unit higher, look exactly like two single
-    renders composited (each character skinned into its own slice of the feedback buffer)."""
+@pytest.mark.parametrize("self_shadow, via", [(False, "bones"), (True, "bones"), (False, "morphs")])
+def test_crowd_draws_each_character_with_its_own_pose(ctx, self_shadow, via):
+    """Two instances side by side, the second 1 unit higher (by its bones, or by its own vertex
+    morph offsets), look exactly like two single renders composited: each character is skinned
+    into its own slice of the feedback buffer with its own morph offsets."""
     from mmdkit.render.camera import auto_view
 
     model = demo_model()
     rest = np.broadcast_to(np.eye(4, dtype=np.float32), (model.num_bones, 4, 4))
+    zero = np.zeros((model.num_vertices, 3), np.float32)
+    up = zero + np.float32([0, 1, 0])
     raised = rest.copy()
     raised[:, 1, 3] = 1.0
+    second = (raised, zero) if via == "bones" else (rest, up)
     lo, hi = model.vertex_position.min(0), model.vertex_position.max(0)
     view, _ = auto_view(lo - [4, 0, 0], hi + [4, 1, 0], 30.0, 2.0)
     proj = perspective(30.0, 2.0)
     kw = dict(ctx=ctx, ground_shadow=False, self_shadow=self_shadow)
     crowd = Renderer(model, (96, 48), 0, instances=2, **kw)
     crowd.set_instance_offsets([[-3, 0, 0], [3, 0, 0]])
-    both = crowd.render(np.stack([rest, raised]), view, proj).astype(int)
+    both = crowd.render(np.stack([rest, second[0]]), view, proj, vertex_offset=np.stack([zero, second[1]])).astype(int)
     one = Renderer(model, (96, 48), 0, **kw)
     one.set_instance_offsets([[-3, 0, 0]])
-    left = one.render(rest, view, proj).astype(int)
+    left = one.render(rest, view, proj, vertex_offset=zero).astype(int)
     one.set_instance_offsets([[3, 0, 0]])
-    right = one.render(raised, view, proj).astype(int)
+    right = one.render(second[0], view, proj, vertex_offset=second[1]).astype(int)
     assert (left < 200).any() and (right < 200).any()
     assert np.abs(both - np.minimum(left, right)).mean() < 1.0
 

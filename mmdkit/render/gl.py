@@ -5,8 +5,8 @@ character, vertex/UV morph offsets, material colours after morphs — and camera
 Out: an (H, W, 3) uint8 RGB image read back from an MSAA framebuffer.
 Skinning runs in the vertex shader: the bone matrices of all characters live in one RGBA32F
 texture (4 texels per bone, read with texelFetch — no palette limit); every character of a
-crowd is skinned once per frame by instanced transform feedback (gl_InstanceID picks its bone
-rows and offset) into its slice of one buffer, which all passes draw from.
+crowd is skinned once per frame by transform feedback (its bone rows, offset and own vertex/UV
+morph offsets) into its slice of one buffer, which all passes draw from.
 BDEF1/2/4, SDEF and QDEF (dual quaternions) are all skinned on the GPU.
 With ``palette_size=P`` the renderer instead uses the skinning module's palette batches: each
 batch's ≤ P matrices go to a uniform buffer (for drivers with small limits, as D3DX's
@@ -140,10 +140,9 @@ class Renderer:
                                model.vertex_deform.astype(np.int32)[src][:, None]], axis=1)
         self._vbo = ctx.buffer(np.ascontiguousarray(static).tobytes())
         self._ibo_int = ctx.buffer(np.ascontiguousarray(ints).tobytes())
-        self._morph = ctx.buffer(reserve=V * 3 * 4)
-        self._morph.write(np.zeros((V, 3), f32).tobytes())
-        self._uvoff = ctx.buffer(reserve=V * 4 * 4)
-        self._uvoff.write(np.zeros((V, 4), f32).tobytes())
+        n = self.instances  # morph offsets per character: (instances, V, 3) and (instances, V, 4)
+        self._morph = ctx.buffer(np.zeros((n, V, 3), f32).tobytes())
+        self._uvoff = ctx.buffer(np.zeros((n, V, 4), f32).tobytes())
         self._idx = ctx.buffer(np.ascontiguousarray(np.asarray(faces, np.int32)).tobytes())
         self._inst = ctx.buffer(reserve=self.instances * 3 * 4)
         self._inst_offsets = np.zeros((self.instances, 3), f32)
@@ -158,7 +157,7 @@ class Renderer:
         ]
         if self._feedback:
             self._skinned = ctx.buffer(reserve=V * 6 * 4 * self.instances)
-            self._skin_vao = ctx.vertex_array(self._skin_prog, _inputs_for(self._skin_prog, inputs))
+            self._skin_vaos = self._character_vaos(self._skin_prog, inputs, V, indexed=False)
             inputs = [(self._skinned, "3f 3f", "in_skin_pos", "in_skin_nrm")] + inputs
         self._vaos = self._character_vaos(self.prog, inputs, V)
         self._depth_vaos = [] if self._depth_prog is None else self._character_vaos(self._depth_prog, inputs, V)
@@ -213,17 +212,26 @@ class Renderer:
         self._bone_rest = np.concatenate([rest, np.ones((B, 1))], axis=1)[self._shadow_bones]
         self._shadow_margin = float(reach) + 0.5
 
-    def _character_vaos(self, prog, inputs, V):
-        """Vertex arrays to draw with ``prog``: one per character from the skinned buffer (each
-        bound at its character's slice), or one instanced array when the shader skins."""
+    def _character_vaos(self, prog, inputs, V, indexed: bool = True):
+        """Vertex arrays for ``prog``: with transform feedback one per character, its per-character
+        attributes (skinned vertices, morph offsets, crowd offset) bound at that character's
+        slice; otherwise one instanced array (the palette path: a single character)."""
         ctx = self.ctx
-        vaos = [ctx.vertex_array(prog, _inputs_for(prog, inputs), index_buffer=self._idx, index_element_size=4)]
+        index = dict(index_buffer=self._idx, index_element_size=4) if indexed else {}
+        vaos = [ctx.vertex_array(prog, _inputs_for(prog, inputs), **index)]
         if self._feedback:
+            slices = [("in_moff", self._morph, "3f", V * 12, 12, 0), ("in_uvoff", self._uvoff, "4f", V * 16, 16, 0),
+                      ("in_offset", self._inst, "3f", 12, 12, 1)]
+            if hasattr(self, "_skinned"):
+                slices += [("in_skin_pos", self._skinned, "3f", V * 24, 24, 0),
+                           ("in_skin_nrm", self._skinned, "3f", V * 24, 24, 0)]
             for k in range(1, self.instances):
-                vao = ctx.vertex_array(prog, _inputs_for(prog, inputs), index_buffer=self._idx, index_element_size=4)
-                for name, off in (("in_skin_pos", 0), ("in_skin_nrm", 12)):
+                vao = ctx.vertex_array(prog, _inputs_for(prog, inputs), **index)
+                for name, buf, fmt, step, stride, divisor in slices:
                     if name in prog:
-                        vao.bind(prog[name].location, "f", self._skinned, "3f", offset=k * V * 24 + off, stride=24)
+                        start = 12 if name == "in_skin_nrm" else 0
+                        vao.bind(prog[name].location, "f", buf, fmt, offset=k * step + start, stride=stride,
+                                 divisor=divisor)
                 vaos.append(vao)
         return vaos
 
@@ -252,7 +260,8 @@ class Renderer:
 
         bone_skin: (B,4,4) or (instances,B,4,4) float32 skinning matrices (column vectors).
         view, proj: (4,4) camera matrices (see mmdkit.render.camera).
-        vertex_offset (V,3), uv_offset (V,4): morph offsets of instance 0 (shared by a crowd).
+        vertex_offset (V,3) or (instances,V,3), uv_offset (V,4) or (instances,V,4): morph offsets
+        (one array: the same for every character of a crowd).
         diffuse: (M,4) material diffuse after material morphs (default: the model's).
         tints: {'texture'|'sphere'|'toon': (mul (M,4), add (M,4))} from ``Character.material_tint``.
         self_shadow: False switches a self-shadowing renderer's shadow off for this frame (VMD
@@ -267,12 +276,15 @@ class Renderer:
             pb.palette_matrices(np.asarray(bone_skin, np.float32).reshape(-1, 4, 4), self._palette_buf)
             self._palette_buf[:] = self._palette_buf.transpose(0, 1, 3, 2)
             self._palette_ubo.bind_to_uniform_block(0)
-        if vertex_offset is not None:
-            vo = vertex_offset if pb is None else np.asarray(vertex_offset)[pb.vertex_source]
-            self._morph.write(np.ascontiguousarray(vo, np.float32).tobytes())
+        n = self.instances
+        if vertex_offset is not None:  # (V,3) for every character, or (instances,V,3)
+            vo = vertex_offset if pb is None else np.asarray(vertex_offset)[..., pb.vertex_source, :]
+            vo = np.broadcast_to(np.asarray(vo, np.float32), (n,) + np.shape(vo)[-2:])
+            self._morph.write(np.ascontiguousarray(vo).tobytes())
         if uv_offset is not None:
-            uo = uv_offset if pb is None else np.asarray(uv_offset)[pb.vertex_source]
-            self._uvoff.write(np.ascontiguousarray(uo, np.float32).tobytes())
+            uo = uv_offset if pb is None else np.asarray(uv_offset)[..., pb.vertex_source, :]
+            uo = np.broadcast_to(np.asarray(uo, np.float32), (n,) + np.shape(uo)[-2:])
+            self._uvoff.write(np.ascontiguousarray(uo).tobytes())
         diffuse = model.material_diffuse if diffuse is None else diffuse
         p = self.prog
         if pb is None:
@@ -281,8 +293,10 @@ class Renderer:
         if self._feedback:
             self._fbo_ms.use()  # some framebuffer must be complete even for transform feedback
             self.bone_tex.use(0)
-            self._skin_vao.transform(self._skinned, mode=moderngl.POINTS, vertices=self.model.num_vertices,
-                                     instances=self.instances)
+            V = self.model.num_vertices
+            for k, vao in enumerate(self._skin_vaos):  # each character into its slice
+                self._skin_prog["u_instance"].value = k
+                vao.transform(self._skinned, mode=moderngl.POINTS, vertices=V, buffer_offset=k * V * 24)
         ctx.front_face = "cw"  # MMD's front faces wind clockwise; the view flips z, so cw stays front
         L = np.asarray(light_dir, np.float64)
         L = L / np.linalg.norm(L)

@@ -74,12 +74,16 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
 
     def pose_frame(f):
         skins = np.empty((crowd, model.num_bones, 4, 4), np.float32)
+        voff = np.empty((crowd,) + chars[0].vertex_offset.shape, np.float32)
+        uvoff = np.empty((crowd,) + chars[0].uv_offset.shape, np.float32)
         for k, ch in enumerate(chars):
             ch.update(f + k * crowd_frame_offset)
             skins[k] = ch.bone_skin if ch.visible else 0.0  # hidden by a property key: collapsed, draws nothing
+            voff[k] = ch.vertex_offset
+            uvoff[k] = ch.uv_offset
         c0 = chars[0]
         tints = {k: tuple(a.copy() for a in c0.material_tint(k)) for k in ("texture", "sphere", "toon")}
-        return skins, c0.vertex_offset.copy(), c0.uv_offset.copy(), c0.material_diffuse.copy(), tints
+        return skins, voff, uvoff, c0.material_diffuse.copy(), tints
 
     bar = None
     if progress:

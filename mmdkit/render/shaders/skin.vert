@@ -4,6 +4,7 @@
 // With SKIN_ONLY the skinned position/normal go to transform feedback (tf_pos, tf_nrm).
 uniform sampler2D u_bones;
 uniform int u_num_bones;
+uniform int u_instance;  // first character of this draw (crowds skin one character per call)
 
 in vec3 in_pos; in vec3 in_nrm; in vec4 in_bw;
 in vec3 in_c; in vec3 in_r0; in vec3 in_r1;
@@ -18,7 +19,7 @@ layout(std140) uniform Palette { mat4 palette[PALETTE]; };
 mat4 bone(int i) { return palette[i]; }
 #else
 mat4 bone(int i) {
-    int row = gl_InstanceID * u_num_bones + i;
+    int row = (u_instance + gl_InstanceID) * u_num_bones + i;
     return mat4(texelFetch(u_bones, ivec2(0, row), 0), texelFetch(u_bones, ivec2(1, row), 0),
                 texelFetch(u_bones, ivec2(2, row), 0), texelFetch(u_bones, ivec2(3, row), 0));
 }
