@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 import numpy as np
 
@@ -49,3 +51,33 @@ def save_npz_atomic(path: str, **arrays) -> None:
     with atomic_path(path, ".npz.part") as tmp:
         with open(tmp, "wb") as f:
             np.savez(f, **arrays)
+
+
+VPD_OPTION_HELP = ("Load a VPD pose onto the motion at a frame, as MMD's load pose + register: "
+                   "FILE.vpd@FRAME[:WEIGHT] (weight 0..1 blends from the motion to the pose; "
+                   "repeatable), e.g. --vpd hands.vpd@120:0.5")
+
+
+def apply_vpd_options(model, motion, specs):
+    """The motion with each ``FILE.vpd@FRAME[:WEIGHT]`` of ``specs`` applied in order."""
+    from mmdkit import Motion, Pose
+    from mmdkit.animation.vpd import apply_pose, motion_from_pose
+
+    for spec in specs or ():
+        path, _, at = spec.rpartition("@")
+        if not path:
+            raise click.BadParameter(f"'{spec}' is not FILE.vpd@FRAME[:WEIGHT]", param_hint="--vpd")
+        frame, _, weight = at.partition(":")
+        try:
+            frame_i, weight_f = int(frame), float(weight) if weight else 1.0
+        except ValueError:
+            raise click.BadParameter(f"'{spec}': FRAME must be an integer, WEIGHT a number", param_hint="--vpd")
+        if frame_i < 0 or not 0.0 <= weight_f <= 1.0:
+            raise click.BadParameter(f"'{spec}': need FRAME >= 0 and 0 <= WEIGHT <= 1", param_hint="--vpd")
+        if not os.path.isfile(path):
+            raise click.BadParameter(f"'{spec}': no file {path!r}", param_hint="--vpd")
+        pose = load_as(path, Pose, "pose (.vpd)")
+        base = motion if isinstance(motion, Motion) else motion_from_pose(motion) if motion is not None else None
+        motion = apply_pose(model, base, pose, frame_i, weight=weight_f)
+    return motion
+

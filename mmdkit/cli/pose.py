@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 import numpy as np
 
-from mmdkit.cli._common import load_as, make_physics, parse_frames, save_npz_atomic
+from mmdkit.cli._common import VPD_OPTION_HELP, apply_vpd_options, load_as, make_physics, parse_frames, save_npz_atomic
 
 
 @click.command("pose")
@@ -22,12 +22,14 @@ from mmdkit.cli._common import load_as, make_physics, parse_frames, save_npz_ato
 @click.option("--physics/--no-physics", default=False, show_default=True,
               help="Simulate rigid bodies (Bullet) between the two bone passes.")
 @click.option("--vertices", is_flag=True, help="Also write skinned vertex positions (F,V,3).")
-def command(model_path, motion_path, frames, output, physics, vertices):
+@click.option("--vpd", "vpd_specs", multiple=True, metavar="FILE.vpd@FRAME[:WEIGHT]", help=VPD_OPTION_HELP)
+def command(model_path, motion_path, frames, output, physics, vertices, vpd_specs):
     """Pose MODEL with MOTION at each frame and write arrays to an .npz.
 
     \b
     Example:
       mmdkit pose Gene.pmx wavefile_v2.vmd --frames 0:300 -o pose.npz
+      mmdkit pose Gene.pmx wavefile_v2.vmd --vpd hands.vpd@120:0.5 -o pose.npz
       python -c "import numpy as np; d=np.load('pose.npz'); print(d['bone_world'].shape)"
     """
     from mmdkit import Model, Motion, Pose
@@ -35,6 +37,7 @@ def command(model_path, motion_path, frames, output, physics, vertices):
 
     model = load_as(model_path, Model, "model (.pmx/.pmd)")
     motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)")
+    motion = apply_vpd_options(model, motion, vpd_specs)
     last = motion.last_frame if isinstance(motion, Motion) else 0
     frame_list = parse_frames(frames, last)
     phys = make_physics(model, physics)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from mmdkit.cli._common import load_as, parse_frames
+from mmdkit.cli._common import VPD_OPTION_HELP, apply_vpd_options, load_as, parse_frames
 
 
 def _size(value: str):
@@ -43,10 +43,11 @@ def _size(value: str):
 @click.option("--self-shadow/--no-self-shadow", default=False, show_default=True,
               help="MMD's self-shadow: parts of the model shade others (a shadow map from the light). "
                    "Free on a GPU; about 15 ms a frame on a CPU-only (llvmpipe) machine.")
+@click.option("--vpd", "vpd_specs", multiple=True, metavar="FILE.vpd@FRAME[:WEIGHT]", help=VPD_OPTION_HELP)
 @click.option("--audio", type=click.Path(exists=True, dir_okay=False), help="Audio file muxed into the MP4.")
 @click.option("-o", "--output", required=True, help="OUT.mp4, or a folder for PNG frames.")
 def command(model_path, motion_path, demo, camera_path, physics, frames, size, fps, msaa, crowd, palette_size,
-            ground_shadow, self_shadow, audio, output):
+            ground_shadow, self_shadow, vpd_specs, audio, output):
     """Render MODEL dancing to MOTION, headless (OpenGL through EGL; GPU or CPU).
 
     \b
@@ -68,6 +69,7 @@ def command(model_path, motion_path, demo, camera_path, physics, frames, size, f
             raise click.UsageError("give MODEL and MOTION, or --demo")
         model = load_as(model_path, Model, "model (.pmx/.pmd)")
         motion = load_as(motion_path, Motion, "motion (.vmd)")
+    motion = apply_vpd_options(model, motion, vpd_specs)
     camera = load_as(camera_path, Motion, "camera motion (.vmd)") if camera_path else None
     last = max(motion.last_frame, camera.last_frame if camera is not None else 0)
     frame_list = parse_frames(frames, last) if frames else None
