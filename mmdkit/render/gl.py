@@ -124,13 +124,15 @@ class Renderer:
         else:
             vert = _shader("pass.glsl", "skin.vert", defines=defines)
             self._skin_prog = self.prog = ctx.program(vertex_shader=vert, fragment_shader=frag)
-        # self-shadow map pass: the same vertex stage, a depth-only fragment stage
+        # the flat passes (edges, ground shadow) and the self-shadow map: the same vertex stage with
+        # their own tiny fragment stages (a CPU rasteriser pays for every branch a shader has)
+        self._flat_prog = ctx.program(vertex_shader=vert, fragment_shader=_shader("flat.frag"))
         self._depth_prog = ctx.program(vertex_shader=vert, fragment_shader=_shader("depth.frag")) \
             if self_shadow else None
         if self.palette is not None:
-            self.prog["Palette"].binding = 0
-            if self._depth_prog is not None:
-                self._depth_prog["Palette"].binding = 0
+            for prog in (self.prog, self._flat_prog, self._depth_prog):
+                if prog is not None:
+                    prog["Palette"].binding = 0
         static = np.concatenate([
             model.vertex_position.astype(f32), model.vertex_normal.astype(f32), model.vertex_uv.astype(f32),
             model.vertex_bone_weight.astype(f32), model.vertex_sdef_c.astype(f32),
@@ -159,8 +161,9 @@ class Renderer:
             self._skinned = ctx.buffer(reserve=V * 6 * 4 * self.instances)
             self._skin_vaos = self._character_vaos(self._skin_prog, inputs, V, indexed=False)
             inputs = [(self._skinned, "3f 3f", "in_skin_pos", "in_skin_nrm")] + inputs
-        self._vaos = self._character_vaos(self.prog, inputs, V)
-        self._depth_vaos = [] if self._depth_prog is None else self._character_vaos(self._depth_prog, inputs, V)
+        self._vaos = {"main": self._character_vaos(self.prog, inputs, V),
+                      "flat": self._character_vaos(self._flat_prog, inputs, V),
+                      "depth": [] if self._depth_prog is None else self._character_vaos(self._depth_prog, inputs, V)}
         self.bone_tex = ctx.texture((4, B * self.instances), 4, dtype="f4")
         self.bone_tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
         folder = model_dir if model_dir is not None else (
@@ -235,17 +238,27 @@ class Renderer:
                 vaos.append(vao)
         return vaos
 
-    def _draw(self, ranges, depth: bool = False) -> None:
-        """Draw one material's face ranges for every character."""
+    def _draw(self, ranges, which: str = "main") -> None:
+        """Draw one material's face ranges for every character with program ``which``
+        ('main', 'flat' or 'depth')."""
+        vaos = self._vaos[which]
         for first, count, batch in ranges:
             if batch >= 0:
                 self._palette_ubo.write(self._palette_buf[batch].tobytes())
             if self._feedback:
-                for vao in (self._depth_vaos if depth else self._vaos):
+                for vao in vaos:
                     vao.render(moderngl.TRIANGLES, vertices=count, first=first)
             else:
-                (self._depth_vaos if depth else self._vaos)[0].render(
-                    moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)
+                vaos[0].render(moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)
+
+    def _vertex_uniforms(self, prog, view, proj, light_dir, edge=0.0, ground_shadow=0.0) -> None:
+        """What the shared vertex stage reads: camera, light, pass kind, bone source."""
+        prog["u_view"].write(np.ascontiguousarray(np.asarray(view, np.float32).T).tobytes())
+        prog["u_proj"].write(np.ascontiguousarray(np.asarray(proj, np.float32).T).tobytes())
+        for name, value in (("u_light_dir", tuple(light_dir)), ("u_edge", edge), ("u_ground_shadow", ground_shadow),
+                            ("u_bones", 0), ("u_num_bones", self.num_bones), ("u_instance", 0)):
+            if name in prog:
+                prog[name].value = value
 
     # -------------------------------------------------------------------------------------
     def set_instance_offsets(self, offsets) -> None:
@@ -304,8 +317,6 @@ class Renderer:
         p["u_tex"].value = 1
         p["u_sphere"].value = 2
         p["u_toon"].value = 3
-        p["u_edge"].value = 0.0
-        p["u_ground_shadow"].value = 0.0
         shadow_on = self.self_shadow and (self_shadow is None or bool(self_shadow))
         if self.self_shadow:
             p["u_self_shadow"].value = 0.0
@@ -318,64 +329,63 @@ class Renderer:
         ctx.clear(*background, 1.0, depth=1.0)
         ctx.enable(moderngl.DEPTH_TEST | moderngl.BLEND)
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
-        p["u_view"].write(np.ascontiguousarray(np.asarray(view, np.float32).T).tobytes())
-        p["u_proj"].write(np.ascontiguousarray(np.asarray(proj, np.float32).T).tobytes())
-        p["u_light_dir"].value = tuple(L)
+        self._vertex_uniforms(p, view, proj, L)
         p["u_light_color"].value = tuple(float(c) for c in light_color) if light_color is not None \
             else (LIGHT_COLOR,) * 3
         flags = model.material_flags
-        p["u_shadow_color"].value = (0.6, 0.6, 0.62, 1.0)
+        fp = self._flat_prog
         if self.ground_shadow:  # MMD's ground shadow: the mesh flattened onto y = 0 along the light
-            p["u_ground_shadow"].value = 1.0
-            p["u_edge"].value = 0.0
+            self._vertex_uniforms(fp, view, proj, L, ground_shadow=1.0)
+            fp["u_color"].value = (0.6, 0.6, 0.62, 1.0)
             # flattened, a closed mesh's faces that looked away from the light cover the same
             # silhouette as the others: draw only one side (half the triangles to set up)
             ctx.enable(moderngl.CULL_FACE)
             ctx.cull_face = "back"
             for m in range(model.num_materials):
                 if flags[m] & M.MATERIAL_GROUND_SHADOW and diffuse[m, 3] > 0.0:
-                    self._draw(self._ranges[m])
-            p["u_ground_shadow"].value = 0.0
+                    self._draw(self._ranges[m], "flat")
+        if self.edges:
+            self._vertex_uniforms(fp, view, proj, L, edge=1.0)
         for pass_edge in ((False, True) if self.edges else (False,)):
-            p["u_edge"].value = 1.0 if pass_edge else 0.0
             for m in range(model.num_materials):
                 if not self._ranges[m] or diffuse[m, 3] <= 0.0:
                     continue
-                if pass_edge:
+                if pass_edge:  # edges: back faces pushed out along the normal, flat colour
                     if not (flags[m] & M.MATERIAL_EDGE) or model.material_edge_size[m] <= 0:
                         continue
                     ctx.enable(moderngl.CULL_FACE)
                     ctx.cull_face = "front"
-                    p["u_edge_color"].value = tuple(float(x) for x in model.material_edge_color[m])
-                    p["u_edge_size"].value = float(model.material_edge_size[m]) * eye_distance * 0.0012
+                    fp["u_color"].value = tuple(float(x) for x in model.material_edge_color[m])
+                    fp["u_edge_size"].value = float(model.material_edge_size[m]) * eye_distance * 0.0012
+                    self._draw(self._ranges[m], "flat")
+                    continue
+                double = (flags[m] & M.MATERIAL_DOUBLE_SIDED) or (
+                    model.source_format == "pmd" and diffuse[m, 3] < 1.0)
+                if double:
+                    ctx.disable(moderngl.CULL_FACE)
                 else:
-                    double = (flags[m] & M.MATERIAL_DOUBLE_SIDED) or (
-                        model.source_format == "pmd" and diffuse[m, 3] < 1.0)
-                    if double:
-                        ctx.disable(moderngl.CULL_FACE)
-                    else:
-                        ctx.enable(moderngl.CULL_FACE)
-                        ctx.cull_face = "back"
-                    t, s, toon = self._mat_tex[m]
-                    p["u_diffuse"].value = tuple(float(x) for x in diffuse[m])
-                    p["u_ambient"].value = tuple(float(x) for x in model.material_ambient[m])
-                    p["u_specular"].value = tuple(float(x) for x in model.material_specular[m])
-                    p["u_spec_power"].value = float(model.material_specular_power[m])
-                    p["u_has_tex"].value = t is not None
-                    for kind, (um, ua) in (("texture", ("u_tex_mul", "u_tex_add")),
-                                           ("sphere", ("u_sph_mul", "u_sph_add")),
-                                           ("toon", ("u_toon_mul", "u_toon_add"))):
-                        mul, add = ((1.0,) * 4, (0.0,) * 4) if not tints or kind not in tints else (
-                            tuple(float(x) for x in tints[kind][0][m]), tuple(float(x) for x in tints[kind][1][m]))
-                        if um in p:
-                            p[um].value = mul
-                            p[ua].value = add
-                    p["u_sphere_mode"].value = int(model.material_sphere_mode[m]) if s is not None else 0
-                    if shadow_on:
-                        p["u_self_shadow"].value = float(bool(flags[m] & M.MATERIAL_SELF_SHADOW))
-                    (t or self._white).use(1)
-                    (s or self._white).use(2)
-                    toon.use(3)
+                    ctx.enable(moderngl.CULL_FACE)
+                    ctx.cull_face = "back"
+                t, s, toon = self._mat_tex[m]
+                p["u_diffuse"].value = tuple(float(x) for x in diffuse[m])
+                p["u_ambient"].value = tuple(float(x) for x in model.material_ambient[m])
+                p["u_specular"].value = tuple(float(x) for x in model.material_specular[m])
+                p["u_spec_power"].value = float(model.material_specular_power[m])
+                p["u_has_tex"].value = t is not None
+                for kind, (um, ua) in (("texture", ("u_tex_mul", "u_tex_add")),
+                                       ("sphere", ("u_sph_mul", "u_sph_add")),
+                                       ("toon", ("u_toon_mul", "u_toon_add"))):
+                    mul, add = ((1.0,) * 4, (0.0,) * 4) if not tints or kind not in tints else (
+                        tuple(float(x) for x in tints[kind][0][m]), tuple(float(x) for x in tints[kind][1][m]))
+                    if um in p:
+                        p[um].value = mul
+                        p[ua].value = add
+                p["u_sphere_mode"].value = int(model.material_sphere_mode[m]) if s is not None else 0
+                if shadow_on:
+                    p["u_self_shadow"].value = float(bool(flags[m] & M.MATERIAL_SELF_SHADOW))
+                (t or self._white).use(1)
+                (s or self._white).use(2)
+                toon.use(3)
                 self._draw(self._ranges[m])
         ctx.copy_framebuffer(self._fbo, self._fbo_ms)
         data = self._fbo.read(components=3, alignment=1)
@@ -398,12 +408,8 @@ class Renderer:
         ctx.enable(moderngl.DEPTH_TEST)
         ctx.disable(moderngl.BLEND | moderngl.CULL_FACE)
         ctx.polygon_offset = 1.5, 4.0  # slope-scaled bias against shadow acne
-        p["u_view"].write(np.ascontiguousarray(light_vp.T, np.float32).tobytes())
-        p["u_proj"].write(np.eye(4, dtype=np.float32).tobytes())
-        for name, value in (("u_edge", 0.0), ("u_ground_shadow", 0.0), ("u_tex", 1), ("u_bones", 0),
-                            ("u_num_bones", self.num_bones)):
-            if name in p:
-                p[name].value = value
+        self._vertex_uniforms(p, light_vp, np.eye(4), light_dir)
+        p["u_tex"].value = 1
         flags = model.material_flags
         for m in range(model.num_materials):
             a = float(diffuse[m, 3])
@@ -414,7 +420,7 @@ class Renderer:
             p["u_diffuse"].value = tuple(float(x) for x in diffuse[m])
             p["u_has_tex"].value = t is not None
             (t or self._white).use(1)
-            self._draw(self._ranges[m], depth=True)
+            self._draw(self._ranges[m], "depth")
         ctx.polygon_offset = 0.0, 0.0
         return light_vp
 

@@ -1,5 +1,6 @@
 // MMD-style shading: ambient + diffuse × light, texture, sphere map (mul/add), toon ramp
-// looked up at v = 0.5 − 0.5·N·L (lit at the top), specular; edges are flat colour.
+// looked up at v = 0.5 − 0.5·N·L (lit at the top), specular (edges and the ground shadow are
+// drawn by flat.frag).
 // With SELF_SHADOW (MMD's formula): lit = shadow-map test (4 bilinear PCF taps), comp =
 // min(lit, saturate(3·N·L)), toon = mix(darkest toon, brightest toon, comp) — compiled in only
 // when asked for (CPU rasterisers pay for dead branches).
@@ -10,7 +11,6 @@ uniform bool u_has_tex; uniform int u_sphere_mode;
 // material-morph tints (texture, sphere, toon): colour * mul + add
 uniform vec4 u_tex_mul; uniform vec4 u_tex_add; uniform vec4 u_sph_mul; uniform vec4 u_sph_add;
 uniform vec4 u_toon_mul; uniform vec4 u_toon_add;
-uniform float u_edge; uniform vec4 u_edge_color; uniform float u_ground_shadow; uniform vec4 u_shadow_color;
 
 in vec3 v_nrm; in vec2 v_uv; in vec3 v_view_nrm; in vec3 v_view_pos; in vec3 v_view_light; in vec4 v_shadow;
 out vec4 f_color;
@@ -36,8 +36,6 @@ float shadow_lit() {
 #endif
 
 void main() {
-    if (u_ground_shadow > 0.5) { f_color = u_shadow_color; return; }
-    if (u_edge > 0.5) { f_color = u_edge_color; return; }
     vec3 N = normalize(v_nrm);
     vec3 L = -u_light_dir;
     vec3 color = clamp(u_ambient + u_diffuse.rgb * u_light_color, 0.0, 1.0);
