@@ -266,3 +266,14 @@ def test_cli_pose_with_a_vpd_loaded_at_a_frame(assets, tmp_path):
                           str(tmp_path / "x.npz")], capture_output=True, text=True)
     assert bad.returncode == 2 and "FILE.vpd@FRAME" in bad.stderr
     assert not (tmp_path / "x.npz").exists()
+
+
+def test_apply_pose_without_a_motion_saves(gene, tmp_path):
+    from mmdkit.animation.vpd import apply_pose
+
+    out = apply_pose(gene, None, _neck_pose(gene), 0)
+    mmdkit.save(out, tmp_path / "pose.vmd")
+    back = mmdkit.load(tmp_path / "pose.vmd")
+    assert back.bone_track_name == ("首",) and back.num_morph_keys == 1
+    mmdkit.save(mmdkit.Motion(), tmp_path / "empty.vmd")  # a bare Motion() writes too
+    assert mmdkit.load(tmp_path / "empty.vmd").num_bone_keys == 0

@@ -64,7 +64,10 @@ def apply_pose(model, motion: Motion | None, pose: Pose, frame: int, *, weight: 
     w = float(weight)
     if not 0.0 <= w <= 1.0:
         raise BuildError(f"apply_pose: weight must be in [0, 1], not {weight}")
-    motion = motion if motion is not None else Motion()
+    if motion is None:
+        from mmdkit.model.builder import MotionBuilder
+
+        motion = MotionBuilder(model_name=model.name).build()
     bound = bind_motion(model, motion)
     warnings = list(motion.warnings)
 

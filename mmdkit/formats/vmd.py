@@ -288,7 +288,7 @@ def write_vmd(motion: Motion) -> bytes:
         names = _names_bytes(motion.property_ik_name, motion.property_ik_name_bytes)
         fields = ex.get("property_ik_name_field") or ()
         start = motion.property_ik_start
-        track = motion.property_ik_track
+        track = motion.property_ik_track if motion.property_ik_track is not None else np.zeros(0, np.int32)
         use_raw = len(fields) == len(track) and all(strip_field(fields[i]) == names[int(track[i])][:20]
                                                     for i in range(len(track)))
         for k in range(kp):
