@@ -70,3 +70,9 @@ def test_every_asset_converts_to_itself(assets, tmp_path):
         assert a == b, p
         if "joint_orient_test.pmx" not in p.name:
             assert out.read_bytes() == p.read_bytes(), p
+
+
+def test_saving_a_bare_model_is_a_clear_error(tmp_path):
+    with pytest.raises(mmdkit.BuildError, match="ModelBuilder"):
+        mmdkit.save(mmdkit.Model(), tmp_path / "bare.pmx")
+    assert not list(tmp_path.iterdir())  # nothing half-written

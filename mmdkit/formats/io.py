@@ -65,6 +65,11 @@ def serialize(obj, ext: str) -> bytes:
     from mmdkit.animation.motion import Motion, Pose
     from mmdkit.model.model import Model
 
+    if isinstance(obj, Model) and obj.vertex_position is None:
+        from mmdkit.errors import BuildError
+
+        raise BuildError("this Model has no arrays (a bare Model()); make models with "
+                         "mmdkit.model.builder.ModelBuilder or load them", section="save")
     if isinstance(obj, Model) and ext == ".pmx":
         from mmdkit.formats.pmx import write_pmx
 
