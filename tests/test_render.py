@@ -347,3 +347,22 @@ def test_property_keys_hide_the_model(tmp_path):
     shown, hidden = (np.asarray(Image.open(out / f"frame_{i:05d}.png").convert("RGB")) for i in (0, 1))
     assert (shown < 200).any()
     assert hidden.min() >= 250  # background only
+
+
+def test_cli_renders_a_vpd_pose_as_one_picture(tmp_path):
+    from mmdkit.animation.motion import Pose
+
+    mmdkit.save(demo_model(), tmp_path / "demo.pmx")
+    pics = {}
+    for name, q in (("rest", [0, 0, 0, 1]), ("tilt", [0, 0, 0.5, 0.8660254])):  # head tilted 60° about z
+        mmdkit.save(Pose(bone_name=("頭",), bone_translation=np.zeros((1, 3), np.float32),
+                         bone_rotation=np.array([q], np.float32), morph_name=(), morph_weight=np.zeros(0, np.float32)),
+                    tmp_path / f"{name}.vpd")
+        out = tmp_path / name
+        r = subprocess.run([sys.executable, "-m", "mmdkit", "render", str(tmp_path / "demo.pmx"),
+                            str(tmp_path / f"{name}.vpd"), "--size", "64x64", "--no-physics", "-o", str(out)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert [p.name for p in out.iterdir()] == ["frame_00000.png"]  # a pose: one picture
+        pics[name] = np.asarray(Image.open(out / "frame_00000.png").convert("RGB")).astype(int)
+    assert np.abs(pics["tilt"] - pics["rest"]).mean() > 0.5  # the pose shows

@@ -48,7 +48,7 @@ def _size(value: str):
 @click.option("-o", "--output", required=True, help="OUT.mp4, or a folder for PNG frames.")
 def command(model_path, motion_path, demo, camera_path, physics, frames, size, fps, msaa, crowd, palette_size,
             ground_shadow, self_shadow, vpd_specs, audio, output):
-    """Render MODEL dancing to MOTION, headless (OpenGL through EGL; GPU or CPU).
+    """Render MODEL dancing to MOTION (a .vmd, or a .vpd pose), headless (OpenGL through EGL; GPU or CPU).
 
     \b
     Examples:
@@ -56,7 +56,7 @@ def command(model_path, motion_path, demo, camera_path, physics, frames, size, f
       mmdkit render Gene.pmx wavefile_v2.vmd --frames 0:300 -o gene.mp4
       mmdkit render Gene.pmx wavefile_v2.vmd --camera cam.vmd --size 1920x1080 -o out/
     """
-    from mmdkit import Model, Motion
+    from mmdkit import Model, Motion, Pose
     from mmdkit.render.pipeline import render_motion
 
     if demo:
@@ -68,7 +68,13 @@ def command(model_path, motion_path, demo, camera_path, physics, frames, size, f
         if not model_path or not motion_path:
             raise click.UsageError("give MODEL and MOTION, or --demo")
         model = load_as(model_path, Model, "model (.pmx/.pmd)")
-        motion = load_as(motion_path, Motion, "motion (.vmd)")
+        motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)")
+        still = isinstance(motion, Pose)
+        if still:  # a pose: one key at frame 0, one picture unless --frames says otherwise
+            from mmdkit.animation.vpd import motion_from_pose
+
+            motion = motion_from_pose(motion)
+            frames = frames or "0"
     motion = apply_vpd_options(model, motion, vpd_specs)
     camera = load_as(camera_path, Motion, "camera motion (.vmd)") if camera_path else None
     last = max(motion.last_frame, camera.last_frame if camera is not None else 0)
