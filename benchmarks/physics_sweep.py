@@ -22,18 +22,6 @@ from mmdkit.pose import Character
 ASSETS = Path(os.environ.get("MMDKIT_ASSETS", Path(__file__).resolve().parents[2] / "shared" / "assets"))
 
 
-def visible_joint_stretch(phys, model, visible):
-    """Per visible joint: current body distance / (bind distance + limit span + 2)."""
-    pos = phys.body_world[:, :3, 3]
-    bind = np.asarray(model.rigid_body_position, np.float64)
-    k = phys.joint_index
-    span = 2 * np.linalg.norm(np.maximum(np.abs(model.joint_translation_lower[k]),
-                                         np.abs(model.joint_translation_upper[k])), axis=1)
-    a, b = phys.joint_body_a, phys.joint_body_b
-    reach = np.linalg.norm(bind[a] - bind[b], axis=1) + span + 2.0
-    return (np.linalg.norm(pos[a] - pos[b], axis=1) / reach)[visible]
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--frames", type=int, default=600)
@@ -47,17 +35,15 @@ def main():
             continue
         phys = MMDPhysics(model, soft_joints=a.soft_joints)
         ch = Character(model, motion, physics=phys)
-        skinned = np.zeros(model.num_bones, bool)
-        skinned[np.unique(model.vertex_bone_index[model.vertex_bone_weight > 0])] = True
-        body_bone = np.asarray(model.rigid_body_bone)
-        visible = skinned[body_bone[phys.joint_body_a]] & skinned[body_bone[phys.joint_body_b]]
+        visible = phys.skinned_joint_mask(model)
         worst, seconds = 0.0, 0.0
         for f in range(a.frames):
             t0 = time.perf_counter()
             ch.update(f)
             seconds += time.perf_counter() - t0
             if visible.any():
-                worst = max(worst, float(visible_joint_stretch(phys, model, visible).max()))
+                now, reach = phys.joint_reach()
+                worst = max(worst, float((now / reach)[visible].max()))
         print(f"{path.relative_to(ASSETS)}: finite {bool(np.isfinite(ch.bone_world).all())}, "
               f"blow-up resets {phys.blowup_resets}, worst visible joint stretch {worst:.2f}, "
               f"IK off under physics {int(ch._ik_off_physics.sum())}, {seconds / a.frames * 1e3:.2f} ms/frame")

@@ -1,7 +1,8 @@
 """Small numba helpers for quaternions (x, y, z, w), rigid transforms and Euler angles.
 
 In/out: plain float64 scalars, quaternions as (x, y, z, w) tuples — the helpers are inlined into
-the pose kernels, so the per-bone loops touch no heap and create no array views.
+the pose kernels, so the per-bone loops touch no heap and create no array views; ``put3``/``put4``
+write one row of an array without a row view.
 Rotations act on column vectors; ``qmul_scalar(a, b)`` applies b first, then a (like A @ B).
 """
 
@@ -106,3 +107,20 @@ def qfrom_matrix3_scalar(m00, m01, m02, m10, m11, m12, m20, m21, m22):
     if n < 1e-12:
         return 0.0, 0.0, 0.0, 1.0
     return x / n, y / n, z / n, w / n
+
+
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def put3(a, i, x, y, z):
+    """a[i] = (x, y, z). Straight-line, so inlining it keeps numba's reference counting pruned."""
+    a[i, 0] = x
+    a[i, 1] = y
+    a[i, 2] = z
+
+
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def put4(a, i, x, y, z, w):
+    """a[i] = (x, y, z, w), like put3."""
+    a[i, 0] = x
+    a[i, 1] = y
+    a[i, 2] = z
+    a[i, 3] = w

@@ -18,19 +18,12 @@ def rest_bones(model) -> np.ndarray:
     return bw
 
 
-def joint_reach_ok(phys, model, body_bind_pos, slack=2.0, stretch=1.0):
+def joint_reach_ok(phys, body_bind_pos, slack=2.0, stretch=1.0):
     """Every kept joint: |pos_a - pos_b| <= (bind distance + translation-limit span) * stretch + slack.
 
     Bullet's 6-DOF joints are soft: Gene's cloak weights hang ~93 units below their joint and
     stretch ~10 % under gravity, so real models get stretch=1.2."""
-    pos = phys.body_world[:, :3, 3]
-    k = phys.joint_index
-    span = np.linalg.norm(np.maximum(np.abs(model.joint_translation_lower[k]),
-                                     np.abs(model.joint_translation_upper[k])), axis=1) * 2
-    a, b = phys.joint_body_a, phys.joint_body_b
-    bind = np.linalg.norm(body_bind_pos[a] - body_bind_pos[b], axis=1)
-    now = np.linalg.norm(pos[a] - pos[b], axis=1)
-    reach = (bind + span) * stretch + slack
+    now, reach = phys.joint_reach(body_bind_pos, stretch=stretch, slack=slack)
     return now <= reach, now, reach
 
 
@@ -118,7 +111,7 @@ def test_box_chain_swings_and_stays_within_reach():
         bw = rest_bones(model)
         phys.step(1 / 60, bw)
         lowest.append(phys.body_world[1:, 1, 3].min())
-        ok, now, reach = joint_reach_ok(phys, model, bind, slack=0.3)
+        ok, now, reach = joint_reach_ok(phys, bind, slack=0.3)
         assert ok.all(), (now, reach)
     assert min(lowest) < 20 - 3.0  # the horizontal chain swung down
     assert np.isclose(phys.body_world[0, 1, 3], 20.0)  # static anchor stays with its bone
@@ -217,7 +210,7 @@ def test_gene_rest_pose_120_frames(assets):
         bw = rest_bones(model)
         phys.step(1 / 30, bw)
         assert np.isfinite(bw).all() and np.isfinite(phys.body_world).all()
-    ok, now, reach = joint_reach_ok(phys, model, bind, stretch=1.2)
+    ok, now, reach = joint_reach_ok(phys, bind, stretch=1.2)
     assert ok.all(), np.nonzero(~ok)
     assert phys.blowup_resets == 0
     assert phys.driven_bone_mask.sum() == len(set(model.rigid_body_bone[dyn & (model.rigid_body_bone >= 0)]))
@@ -277,21 +270,18 @@ def test_gene_wavefile_300_frames_with_character(assets):
     motion = mmdkit.load(str(assets / "wavefile" / "wavefile_v2.vmd"))
     phys = MMDPhysics(model)
     ch = Character(model, motion, physics=phys)
-    bind = _frames_bind(model)
+    bind = None  # the model's rigid body positions
     # joints between bodies whose bones carry vertices must hold; the helper joints to Gene's
     # invisible cloak weights (錘, hanging 93 units below on a locked joint while the cloak now
     # collides with the legs) stretch like Bullet's soft joints do, ~20 %
-    skinned = np.zeros(model.num_bones, bool)
-    skinned[np.unique(model.vertex_bone_index[model.vertex_bone_weight > 0])] = True
-    body_bone = np.asarray(model.rigid_body_bone)
-    visible = skinned[body_bone[phys.joint_body_a]] & skinned[body_bone[phys.joint_body_b]]
+    visible = phys.skinned_joint_mask(model)
     assert visible.sum() > 60
     for f in range(300):
         ch.update(f)
         assert np.isfinite(ch.bone_world).all() and np.isfinite(phys.body_world).all()
-        ok, now, reach = joint_reach_ok(phys, model, bind)
+        ok, now, reach = joint_reach_ok(phys, bind)
         assert ok[visible].all(), (f, np.nonzero(~ok & visible))
-        ok, now, reach = joint_reach_ok(phys, model, bind, stretch=1.5)
+        ok, now, reach = joint_reach_ok(phys, bind, stretch=1.5)
         assert ok.all(), (f, np.nonzero(~ok))
     assert phys.blowup_resets == 0
     # driven bones follow their bodies: bone = body @ inverse(offset)
@@ -299,10 +289,6 @@ def test_gene_wavefile_300_frames_with_character(assets):
     bones = phys._drive_bone[phys._drive_mode == 1]
     expect = phys.body_world[drive] @ phys._body_offset_inv[drive]
     assert np.allclose(ch.bone_world[bones][:, :3, 3], expect[:, :3, 3], atol=1e-2)
-
-
-def _frames_bind(model):
-    return np.asarray(model.rigid_body_position, np.float32)
 
 
 def test_mode2_takes_rotation_from_body_and_translation_from_bone():

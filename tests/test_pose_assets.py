@@ -246,23 +246,22 @@ def test_playback_allocates_no_arrays_per_frame(gene, wavefile):
     assert peak < 12_000
 
 
-def test_cli_pose_with_a_vpd_loaded_at_a_frame(assets, tmp_path):
+def test_cli_pose_with_a_vpd_loaded_at_a_frame(assets, gene, tmp_path):
     q = np.array([[0, 0.3826834, 0, 0.9238795]], np.float32)
     mmdkit.save(Pose(model_name="Gene", bone_name=("首",), bone_translation=np.zeros((1, 3), np.float32),
                      bone_rotation=q, morph_name=(), morph_weight=np.zeros(0, np.float32)), tmp_path / "neck.vpd")
-    gene, dance = str(assets / "gene" / "Gene.pmx"), str(assets / "wavefile" / "wavefile_v2.vmd")
+    model_path, dance = str(assets / "gene" / "Gene.pmx"), str(assets / "wavefile" / "wavefile_v2.vmd")
     outs = {}
     for name, extra in (("plain", []), ("posed", ["--vpd", f"{tmp_path / 'neck.vpd'}@100"])):
         out = tmp_path / f"{name}.npz"
-        r = subprocess.run([sys.executable, "-m", "mmdkit", "pose", gene, dance, "--frames", "100:100", "-o", str(out)]
+        r = subprocess.run([sys.executable, "-m", "mmdkit", "pose", model_path, dance, "--frames", "100:100", "-o", str(out)]
                            + extra, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         outs[name] = np.load(out)["bone_world"][0]
-    model = mmdkit.load(gene)
-    neck, head, arm = model.bone_index("首"), model.bone_index("頭"), model.bone_index("左腕")
+    head, arm = gene.bone_index("頭"), gene.bone_index("左腕")
     assert np.abs(outs["plain"][head] - outs["posed"][head]).max() > 1e-2
     np.testing.assert_allclose(outs["plain"][arm], outs["posed"][arm], atol=1e-6)
-    bad = subprocess.run([sys.executable, "-m", "mmdkit", "pose", gene, dance, "--vpd", "neck.vpd", "-o",
+    bad = subprocess.run([sys.executable, "-m", "mmdkit", "pose", model_path, dance, "--vpd", "neck.vpd", "-o",
                           str(tmp_path / "x.npz")], capture_output=True, text=True)
     assert bad.returncode == 2 and "FILE.vpd@FRAME" in bad.stderr
     assert not (tmp_path / "x.npz").exists()

@@ -10,21 +10,15 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ASSETS
 from mmdkit.errors import FormatError
 from mmdkit.formats.io import parse
 from mmdkit.model.model import Model
 from mmdkit.physics import MMDPhysics
 from mmdkit.pose import Character
+from test_formats_fuzz import SAMPLES
 
-FIX = ASSETS / "fixtures"
-SAMPLES = [
-    FIX / "yohawing-three-mmd-loader/test/fixtures/test_append_bone.pmx",
-    FIX / "yohawing-unity-mmd-loader/Tests/Fixtures/Assets/GeneratedPmx/sdef-two-bone-elbow.pmx",
-    FIX / "babylon-mmd/constraint_test.pmx",
-    ASSETS / "low_miku/miku.pmd",
-]
-BLOBS = [(p.suffix.lower(), p.read_bytes()) for p in SAMPLES]
+# the readers' fuzz samples that are models (with bones, morphs, bodies and joints between them)
+BLOBS = [(p.suffix.lower(), p.read_bytes()) for p in SAMPLES if p.suffix.lower() in (".pmx", ".pmd")]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

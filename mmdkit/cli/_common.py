@@ -60,9 +60,11 @@ VPD_OPTION_HELP = ("Load a VPD pose onto the motion at a frame, as MMD's load po
 
 def apply_vpd_options(model, motion, specs):
     """The motion with each ``FILE.vpd@FRAME[:WEIGHT]`` of ``specs`` applied in order."""
-    from mmdkit import Motion, Pose
+    from mmdkit import Pose
     from mmdkit.animation.vpd import apply_pose, motion_from_pose
 
+    if specs and isinstance(motion, Pose):
+        motion = motion_from_pose(motion)
     for spec in specs or ():
         path, _, at = spec.rpartition("@")
         if not path:
@@ -77,7 +79,6 @@ def apply_vpd_options(model, motion, specs):
         if not os.path.isfile(path):
             raise click.BadParameter(f"'{spec}': no file {path!r}", param_hint="--vpd")
         pose = load_as(path, Pose, "pose (.vpd)")
-        base = motion if isinstance(motion, Motion) else motion_from_pose(motion) if motion is not None else None
-        motion = apply_pose(model, base, pose, frame_i, weight=weight_f)
+        motion = apply_pose(model, motion, pose, frame_i, weight=weight_f)
     return motion
 

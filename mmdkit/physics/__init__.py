@@ -192,6 +192,11 @@ class MMDPhysics:
         k = np.nonzero(keep)[0]
         self.joint_index = k.astype(np.int32)
         self.joint_body_a, self.joint_body_b = ja[k], jb[k]
+        # for joint_reach: how far each kept joint's translation limits let its bodies drift apart
+        self._joint_span = 2 * np.linalg.norm(np.maximum(np.abs(arr("joint_translation_lower", np.float64, (J, 3))[k]),
+                                                         np.abs(arr("joint_translation_upper", np.float64, (J, 3))[k])),
+                                              axis=1)
+        self._body_bind_position = arr("rigid_body_position", np.float64, (R, 3))
         if len(k):
             jframe = _frames(arr("joint_position", np.float64, (J, 3))[k], arr("joint_rotation", np.float64, (J, 3))[k])
             self.joint_position = jframe[:, :3, 3].astype(np.float32)
@@ -280,6 +285,26 @@ class MMDPhysics:
             self.blowup_resets += self.world.step(n * self.fixed_step, n, self.fixed_step, BLOWUP_LIMIT)
         self.world.get_transforms_into(self.body_world)
         self._initialized = True
+
+    def joint_reach(self, body_bind_position=None, stretch: float = 1.0, slack: float = 2.0):
+        """Diagnostics: per kept joint, (distance between its two bodies now, the distance it may
+        reach = (distance at bind + translation-limit span) × stretch + slack), both (J,) float64.
+        Bind positions (R,3) default to the model's rigid body positions."""
+        bind = self._body_bind_position if body_bind_position is None else np.asarray(body_bind_position, np.float64)
+        a, b = self.joint_body_a, self.joint_body_b
+        pos = self.body_world[:, :3, 3].astype(np.float64)
+        now = np.linalg.norm(pos[a] - pos[b], axis=1)
+        reach = (np.linalg.norm(bind[a] - bind[b], axis=1) + self._joint_span) * stretch + slack
+        return now, reach
+
+    def skinned_joint_mask(self, model) -> np.ndarray:
+        """(J,) bool: kept joints whose two bodies both sit on bones that carry vertices (the
+        ones whose stretch shows; helper bodies such as hanging weights are excluded)."""
+        skinned = np.zeros(self.num_bones, bool)
+        skinned[np.unique(np.asarray(model.vertex_bone_index)[np.asarray(model.vertex_bone_weight) > 0])] = True
+        body_bone = np.asarray(model.rigid_body_bone)
+        on = lambda bodies: (body_bone[bodies] >= 0) & skinned[np.maximum(body_bone[bodies], 0)]
+        return on(self.joint_body_a) & on(self.joint_body_b)
 
     def set_bone_physics(self, bone_mask: np.ndarray) -> None:
         """(B,) bool per-bone physics flags: False makes that bone's bodies follow it kinematically."""

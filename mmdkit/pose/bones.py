@@ -14,7 +14,7 @@ import math
 
 from numba import njit
 
-from mmdkit.mathutil import (qfrom_euler_xyz_scalar, qfrom_matrix3_scalar, qmul_scalar, qrot_scalar,
+from mmdkit.mathutil import (put3, put4, qfrom_euler_xyz_scalar, qfrom_matrix3_scalar, qmul_scalar, qrot_scalar,
                              qscale_angle_scalar, qto_euler_xyz_scalar)
 from mmdkit.model import model as M
 
@@ -73,20 +73,10 @@ def _update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, ani
     t = qmul_scalar(ax, ay, az, aw, qx, qy, qz, qw)
     r = qmul_scalar(ik[0], ik[1], ik[2], ik[3], t[0], t[1], t[2], t[3])
 
-    app_t[b, 0] = tx
-    app_t[b, 1] = ty
-    app_t[b, 2] = tz
-    app_q[b, 0] = ax
-    app_q[b, 1] = ay
-    app_q[b, 2] = az
-    app_q[b, 3] = aw
-    local_q[b, 0] = r[0]
-    local_q[b, 1] = r[1]
-    local_q[b, 2] = r[2]
-    local_q[b, 3] = r[3]
-    local_t[b, 0] = anim[0] + tx
-    local_t[b, 1] = anim[1] + ty
-    local_t[b, 2] = anim[2] + tz
+    put3(app_t, b, tx, ty, tz)
+    put4(app_q, b, ax, ay, az, aw)
+    put4(local_q, b, r[0], r[1], r[2], r[3])
+    put3(local_t, b, anim[0] + tx, anim[1] + ty, anim[2] + tz)
 
 
 @njit(inline="always", **_NB)
@@ -107,13 +97,8 @@ def _update_world(b, parent, position, local_t, local_q, world_p, world_q):
         r = qrot_scalar(px, py, pz, pw, vx, vy, vz)
         vx, vy, vz = ox + r[0], oy + r[1], oz + r[2]
         lx, ly, lz, lw = qmul_scalar(px, py, pz, pw, lx, ly, lz, lw)
-    world_p[b, 0] = vx
-    world_p[b, 1] = vy
-    world_p[b, 2] = vz
-    world_q[b, 0] = lx
-    world_q[b, 1] = ly
-    world_q[b, 2] = lz
-    world_q[b, 3] = lw
+    put3(world_p, b, vx, vy, vz)
+    put4(world_q, b, lx, ly, lz, lw)
 
 
 @njit(**_NB)
@@ -237,20 +222,22 @@ def _solve_ik(k, parent, position, ik_target, ik_loop, ik_limit, ik_link_start, 
                         min(max(e[0], ik_link_lower[j, 0]), ik_link_upper[j, 0]),
                         min(max(e[1], ik_link_lower[j, 1]), ik_link_upper[j, 1]),
                         min(max(e[2], ik_link_lower[j, 2]), ik_link_upper[j, 2]))
-            local_q[link, 0] = nx
-            local_q[link, 1] = ny
-            local_q[link, 2] = nz
-            local_q[link, 3] = nw
+            put4(local_q, link, nx, ny, nz, nw)
             r = qmul_scalar(nx, ny, nz, nw, -rest[0], -rest[1], -rest[2], rest[3])
             n = math.sqrt(r[0] ** 2 + r[1] ** 2 + r[2] ** 2 + r[3] ** 2)
-            ik_q[link, 0] = r[0] / n
-            ik_q[link, 1] = r[1] / n
-            ik_q[link, 2] = r[2] / n
-            ik_q[link, 3] = r[3] / n
+            put4(ik_q, link, r[0] / n, r[1] / n, r[2] / n, r[3] / n)
             for jj in range(p0, p1):
                 _update_world(ik_path_bone[jj], parent, position, local_t, local_q, world_p, world_q)
     for jj in range(ik_after_start[k], ik_after_start[k + 1]):
         _update_world(ik_after_bone[jj], parent, position, local_t, local_q, world_p, world_q)
+
+
+@njit(**_NB)
+def switch_off_ik(ik_enabled, ik_off):
+    """ik_enabled[k] = 0 where ik_off[k] (solvers whose links physics drives: MMD skips them)."""
+    for k in range(ik_off.shape[0]):
+        if ik_off[k] != 0:
+            ik_enabled[k] = 0
 
 
 @njit(**_NB)
@@ -261,11 +248,7 @@ def solve_bones(bones, parent, position, flags, append_parent, append_ratio, fix
                 world_p, world_q):
     """Evaluate ``bones`` (one pass, evaluation order): append, local, world, then IK."""
     for i in range(bones.shape[0]):
-        b = bones[i]
-        ik_q[b, 0] = 0.0
-        ik_q[b, 1] = 0.0
-        ik_q[b, 2] = 0.0
-        ik_q[b, 3] = 1.0
+        put4(ik_q, bones[i], 0.0, 0.0, 0.0, 1.0)
     for i in range(bones.shape[0]):
         b = bones[i]
         _update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim_q, ik_q,
@@ -328,7 +311,5 @@ def read_driven(mask, bone_world, world_p, world_q):
             q = qfrom_matrix3_scalar(bone_world[b, 0, 0], bone_world[b, 0, 1], bone_world[b, 0, 2],
                                      bone_world[b, 1, 0], bone_world[b, 1, 1], bone_world[b, 1, 2],
                                      bone_world[b, 2, 0], bone_world[b, 2, 1], bone_world[b, 2, 2])
-            for c in range(4):
-                world_q[b, c] = q[c]
-            for c in range(3):
-                world_p[b, c] = bone_world[b, c, 3]
+            put4(world_q, b, q[0], q[1], q[2], q[3])
+            put3(world_p, b, bone_world[b, 0, 3], bone_world[b, 1, 3], bone_world[b, 2, 3])

@@ -210,7 +210,7 @@ class Character:
                      b.bone_key_rotation, b.bone_key_curve, self._anim_t, self._anim_q)
         sample_scalars(frame, b.morph_key_start, b.morph_key_frame, b.morph_key_weight, self._raw_w)
         sample_steps(frame, b.ik_key_start, b.ik_key_frame, b.ik_key_enabled, self.ik_enabled)
-        self.ik_enabled[ik_off != 0] = 0
+        K.switch_off_ik(self.ik_enabled, ik_off)
         t1 = clock()
         MK.expand_weights(self._raw_w, r.morph_is_leaf, r.group_start, r.group_target,
                           r.group_weight, self._eff_w)

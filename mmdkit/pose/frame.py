@@ -9,7 +9,7 @@ from __future__ import annotations
 from numba import njit
 
 from mmdkit.animation.sampling import sample_bones, sample_scalars, sample_steps
-from mmdkit.pose.bones import solve_bones, write_matrices
+from mmdkit.pose.bones import solve_bones, switch_off_ik, write_matrices
 from mmdkit.pose.morph import (apply_bone_morphs, apply_material_morphs, apply_offset_morphs,
                                apply_uv_morphs, expand_weights)
 
@@ -29,9 +29,7 @@ def frame_before_physics(frame, bk_start, bk_frame, bk_t, bk_q, bk_curve, mk_sta
     sample_bones(frame, bk_start, bk_frame, bk_t, bk_q, bk_curve, anim_t, anim_q)
     sample_scalars(frame, mk_start, mk_frame, mk_weight, raw_w)
     sample_steps(frame, ik_start, ik_frame, ik_value, ik_enabled)
-    for k in range(ik_off.shape[0]):
-        if ik_off[k] != 0:  # every link driven by physics: MMD skips the solver
-            ik_enabled[k] = 0
+    switch_off_ik(ik_enabled, ik_off)
     if raw_w.shape[0] > 0:
         expand_weights(raw_w, is_leaf, group_start, group_target, group_weight, eff_w)
         apply_bone_morphs(eff_w, bm_start, bm_bone, bm_t, bm_q, anim_t, anim_q)

@@ -252,12 +252,11 @@ class Renderer:
                 vaos[0].render(moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)
 
     def _vertex_uniforms(self, prog, view, proj, light_dir, edge=0.0, ground_shadow=0.0) -> None:
-        """What the shared vertex stage reads: camera, light, pass kind, bone source."""
+        """What the shared vertex stage reads: camera, light, pass kind."""
         prog["u_view"].write(np.ascontiguousarray(np.asarray(view, np.float32).T).tobytes())
         prog["u_proj"].write(np.ascontiguousarray(np.asarray(proj, np.float32).T).tobytes())
-        for name, value in (("u_light_dir", tuple(light_dir)), ("u_edge", edge), ("u_ground_shadow", ground_shadow),
-                            ("u_bones", 0), ("u_num_bones", self.num_bones), ("u_instance", 0)):
-            if name in prog:
+        for name, value in (("u_light_dir", tuple(light_dir)), ("u_edge", edge), ("u_ground_shadow", ground_shadow)):
+            if name in prog:  # a program whose fragment stage ignores them may have them compiled out
                 prog[name].value = value
 
     # -------------------------------------------------------------------------------------
@@ -300,20 +299,18 @@ class Renderer:
             self._uvoff.write(np.ascontiguousarray(uo).tobytes())
         diffuse = model.material_diffuse if diffuse is None else diffuse
         p = self.prog
-        if pb is None:
-            self._skin_prog["u_num_bones"].value = self.num_bones
-            self._skin_prog["u_bones"].value = 0
-        if self._feedback:
+        if self._feedback:  # the bone-texture path: skin every character once, into its slice
             self._fbo_ms.use()  # some framebuffer must be complete even for transform feedback
             self.bone_tex.use(0)
-            V = self.model.num_vertices
-            for k, vao in enumerate(self._skin_vaos):  # each character into its slice
-                self._skin_prog["u_instance"].value = k
+            sp, V = self._skin_prog, self.model.num_vertices
+            sp["u_num_bones"].value = self.num_bones
+            sp["u_bones"].value = 0
+            for k, vao in enumerate(self._skin_vaos):
+                sp["u_instance"].value = k
                 vao.transform(self._skinned, mode=moderngl.POINTS, vertices=V, buffer_offset=k * V * 24)
         ctx.front_face = "cw"  # MMD's front faces wind clockwise; the view flips z, so cw stays front
         L = np.asarray(light_dir, np.float64)
         L = L / np.linalg.norm(L)
-        self.bone_tex.use(0)
         p["u_tex"].value = 1
         p["u_sphere"].value = 2
         p["u_toon"].value = 3

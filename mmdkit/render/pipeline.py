@@ -63,10 +63,9 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
     ren.set_instance_offsets(offs)
     aspect = size[0] / size[1]
     cam = sample_camera(camera, frames) if camera is not None else None
-    light = sample_light(camera, frames) if camera is not None else None
-    light = light if light is not None else sample_light(motion, frames)
-    shadow = sample_shadow(camera, frames) if camera is not None else None
-    shadow = shadow if shadow is not None else sample_shadow(motion, frames)
+    # light and self-shadow keys: the camera motion's, else the dance's
+    light = sample_light(camera, frames) or sample_light(motion, frames)
+    shadow = sample_shadow(camera, frames) or sample_shadow(motion, frames)
     box_lo = lo + offs.min(0) - np.array([2.0, 0.0, 2.0])
     box_hi = hi + offs.max(0) + np.array([2.0, 1.0, 2.0])
     auto, auto_dist = auto_view(box_lo, box_hi, 30.0, aspect)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from mmdkit.mathutil import qrot_scalar
+from mmdkit.mathutil import put3, qrot_scalar
 from mmdkit.errors import BuildError
 from mmdkit.model.model import DEFORM_BDEF1, DEFORM_BDEF2, DEFORM_QDEF, DEFORM_SDEF
 
@@ -181,13 +181,9 @@ def _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr
                 ox, oy, oz = qrot_scalar(rx, ry, rz, rw, px, py, pz)
                 ox += tx; oy += ty; oz += tz
                 mx, my, mz = qrot_scalar(rx, ry, rz, rw, nx, ny, nz)
-        out_p[v, 0] = ox
-        out_p[v, 1] = oy
-        out_p[v, 2] = oz
+        put3(out_p, v, ox, oy, oz)
         nx, ny, nz = _unit(mx, my, mz)
-        out_n[v, 0] = nx
-        out_n[v, 1] = ny
-        out_n[v, 2] = nz
+        put3(out_n, v, nx, ny, nz)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
