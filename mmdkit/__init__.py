@@ -6,11 +6,13 @@ Entry points: ``load(path)`` → Model | Motion | Pose; ``save(obj, path)``.
 from __future__ import annotations
 
 from mmdkit.animation.motion import Motion, Pose
-from mmdkit.errors import BuildError, FormatError, MmdkitError
+from mmdkit.errors import (BuildError, FormatError, MmdkitError, OptionError, PhysicsError, RenderError,
+                           UnavailableError)
 from mmdkit.model.model import Model
 
 __version__ = "0.1.0"
-__all__ = ["Model", "Motion", "Pose", "FormatError", "BuildError", "MmdkitError", "load", "save"]
+__all__ = ["Model", "Motion", "Pose", "FormatError", "BuildError", "MmdkitError", "OptionError", "UnavailableError",
+           "PhysicsError", "RenderError", "load", "save"]
 
 
 def load(path):

@@ -1,7 +1,15 @@
-"""The one error class for bad input files, and warnings about recovered files.
+"""The error family: every error a user can cause is an ``MmdkitError`` with a one-line message.
 
-In: what a reader found wrong (file, section, byte offset, message).
-Out: ``FormatError`` (raised) whose ``str`` is one line a user can act on.
+In: what was wrong and where (file, section, byte offset; option name; frame).
+Out: exceptions whose ``str`` is one line a user can act on; the CLI catches ``MmdkitError``
+once and prints it (exit 2). Subclasses also derive from the built-in they refine
+(``ValueError``, ``RuntimeError``) so existing ``except ValueError`` code keeps working.
+- ``FormatError``: a file (or in-memory data) is malformed; ``BuildError``: arrays given to a
+  builder are inconsistent.
+- ``OptionError``: an argument or option value is out of range (names the option and value).
+- ``UnavailableError``: an optional part is missing (the Bullet extension, an OpenGL context,
+  a codec) — says what to install.
+- ``PhysicsError``, ``RenderError``: run-time failures of those stages, naming the model file.
 """
 
 from __future__ import annotations
@@ -36,3 +44,24 @@ class FormatError(MmdkitError, ValueError):
 
 class BuildError(FormatError):
     """Arrays given to a builder are inconsistent (index out of range, wrong shape)."""
+
+
+class OptionError(MmdkitError, ValueError):
+    """An argument or option value is not allowed. ``option`` names it (e.g. '--fps', 'fps')."""
+
+    def __init__(self, option: str, detail: str):
+        self.option = option
+        self.detail = detail
+        super().__init__(f"{option}: {detail}" if option else detail)
+
+
+class UnavailableError(MmdkitError, RuntimeError):
+    """An optional component is missing (Bullet extension, OpenGL, a codec); says how to get it."""
+
+
+class PhysicsError(MmdkitError, RuntimeError):
+    """The physics stage failed for a model (message names the model file)."""
+
+
+class RenderError(MmdkitError, RuntimeError):
+    """The renderer failed (no GL context, a shader did not compile, an output cannot be written)."""
