@@ -23,7 +23,7 @@ import numpy as np
 
 from mmdkit.errors import FormatError
 from mmdkit.formats.binary import BinaryReader, BinaryWriter
-from mmdkit.formats.text import decode_field, encode_field
+from mmdkit.text import decode_field, encode_field
 from mmdkit.model import model as M
 
 VERTEX = np.dtype([("p", "<f4", 3), ("n", "<f4", 3), ("uv", "<f4", 2), ("b", "<u2", 2), ("w", "u1"), ("edge", "u1")])

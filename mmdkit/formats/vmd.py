@@ -17,7 +17,7 @@ import numpy as np
 
 from mmdkit.animation.motion import Motion, freeze
 from mmdkit.formats.binary import BinaryReader, BinaryWriter
-from mmdkit.formats.text import decode_cp932, decode_field, encode_field, strip_field
+from mmdkit.text import decode_cp932, decode_field, encode_cp932, encode_field, strip_field
 
 MAGIC_NEW = b"Vocaloid Motion Data 0002"
 MAGIC_OLD = b"Vocaloid Motion Data file"
@@ -191,7 +191,7 @@ def _names_bytes(names, raw):
     for i, s in enumerate(names):
         b = raw[i] if i < len(raw) else None
         if b is None or decode_cp932(b)[0] != s:
-            b = s.encode("cp932", errors="replace")
+            b = encode_cp932(s)
         out.append(b)
     return out
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from mmdkit.animation.motion import Pose, freeze
 from mmdkit.errors import FormatError
+from mmdkit.text import decode_document, encode_cp932
 
 MAGIC = "Vocaloid Pose Data file"
 _BLOCK = re.compile(r"(Bone|Morph)(\d+)\s*\{([^\r\n]*)\r?\n(.*?)\}", re.S)
@@ -21,18 +22,9 @@ _COMMENT = re.compile(r"//[^\r\n]*")
 _NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
-def _decode(data: bytes, path: str):
-    for enc in ("cp932", "utf-8-sig"):
-        try:
-            return data.decode(enc), enc, None
-        except UnicodeDecodeError:
-            pass
-    return data.decode("cp932", errors="replace"), "cp932", "text is not valid cp932/UTF-8; bad bytes replaced"
-
-
 def read_vpd(data: bytes, path: str = "") -> Pose:
     """Parse a VPD file into a frozen ``Pose``."""
-    text, enc, w = _decode(data, path)
+    text, enc, w = decode_document(data)
     warnings = [w] if w else []
     if not text.lstrip("\ufeff").startswith(MAGIC):
         raise FormatError(f"not a VPD file (expected {MAGIC!r} on the first line)", path=path, section="header",
@@ -100,4 +92,4 @@ def write_vpd(pose: Pose) -> bytes:
                 f"  {q[0]:.6f},{q[1]:.6f},{q[2]:.6f},{q[3]:.6f};\t\t// Quaternion x,y,z,w", "}", ""]
     for i, name in enumerate(pose.morph_name):
         out += [f"Morph{i}{{{name}", f"  {pose.morph_weight[i]:.6f};\t\t\t\t// weight", "}", ""]
-    return nl.join(out).encode("cp932", errors="replace")
+    return encode_cp932(nl.join(out))

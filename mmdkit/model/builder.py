@@ -13,6 +13,7 @@ from mmdkit.animation.motion import Motion, freeze
 from mmdkit.errors import BuildError
 from mmdkit.model import model as M
 from mmdkit.model.build import build_model
+from mmdkit.text import encode_cp932
 
 _SHAPES = {"sphere": 0, "box": 1, "capsule": 2}
 _LINEAR = (20, 20, 107, 107)  # x1, y1, x2, y2 of a straight line in 0..127 units
@@ -417,10 +418,10 @@ class MotionBuilder:
         idx: dict = {}
         track = np.array([idx.setdefault(n, len(idx)) for n in names], np.int32)
         uniq = tuple(idx)
-        return track, uniq, tuple(_name_bytes(n) for n in uniq)
+        return track, uniq, tuple(encode_cp932(n) for n in uniq)
 
     def build(self) -> Motion:
-        f: dict = dict(model_name=self.model_name, model_name_bytes=_name_bytes(self.model_name))
+        f: dict = dict(model_name=self.model_name, model_name_bytes=encode_cp932(self.model_name))
         b = self._bone
         tr, names, raw = self._tracks([k[0] for k in b])
         ip = np.array([k[4] for k in b], np.uint8).reshape(-1, 64)
@@ -462,12 +463,8 @@ class MotionBuilder:
             start.append(len(ptrack))
         f.update(property_key_frame=np.array([k[0] for k in p], np.uint32),
                  property_key_visible=np.array([k[1] for k in p], np.uint8),
-                 property_ik_name=tuple(ik_idx), property_ik_name_bytes=tuple(_name_bytes(n) for n in ik_idx),
+                 property_ik_name=tuple(ik_idx), property_ik_name_bytes=tuple(encode_cp932(n) for n in ik_idx),
                  property_ik_start=np.array(start, np.int32), property_ik_track=np.array(ptrack, np.int32),
                  property_ik_enabled=np.array(pon, np.uint8))
         f["source_extras"] = {"format": "built"}
         return freeze(Motion(**f))
-
-
-def _name_bytes(s: str) -> bytes:
-    return s.encode("cp932", errors="replace")

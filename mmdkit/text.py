@@ -1,7 +1,9 @@
-"""Text decoding for MMD files: fixed-size cp932 fields with fallbacks, and back.
+"""The one home of MMD text encoding (cp932, "Shift-JIS"): decoding with fallbacks, encoding.
 
-In: raw bytes of a name field (zero- or 0xFD-padded, possibly truncated mid-character).
-Out: ``(text, stripped_bytes, warning_or_None)``; encoders give padded fields back.
+In: raw bytes of a fixed-size name field (zero- or 0xFD-padded, possibly truncated
+mid-character) or of a whole text file (VPD). Out: ``(text, stripped_bytes, warning_or_None)``
+for fields, ``(text, encoding, warning_or_None)`` for documents; encoders give cp932 bytes
+('?' for characters cp932 lacks) and padded fixed fields back. Base layer: imports nothing.
 """
 
 from __future__ import annotations
@@ -38,6 +40,17 @@ def decode_field(raw: bytes) -> tuple[str, bytes, str | None]:
     b = strip_field(raw)
     s, w = decode_cp932(b)
     return s, b, w
+
+
+def decode_document(data: bytes) -> tuple[str, str, str | None]:
+    """A whole text file: cp932, else UTF-8 (with or without BOM), else cp932 with U+FFFD
+    replacements. Returns (text, encoding used, warning or None)."""
+    for enc in ("cp932", "utf-8-sig"):
+        try:
+            return data.decode(enc), enc, None
+        except UnicodeDecodeError:
+            pass
+    return data.decode("cp932", errors="replace"), "cp932", "text is not valid cp932/UTF-8; bad bytes replaced"
 
 
 def encode_cp932(s: str) -> bytes:
