@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -323,8 +324,11 @@ def test_material_morph_tints_reach_the_shader(ctx):
     view, d = auto_view(model.vertex_position.min(0), model.vertex_position.max(0), 30.0, 96 / 72)
     eye = np.broadcast_to(np.eye(4, dtype=np.float32), (model.num_bones, 4, 4))
     plain = ren.render(eye, view, perspective(30.0, 96 / 72))
+    from mmdkit.render.materials import MaterialValues
+
     dark = {"toon": (np.full((Mn, 4), 0.2, np.float32), np.zeros((Mn, 4), np.float32))}
-    tinted = ren.render(eye, view, perspective(30.0, 96 / 72), tints=dark)
+    values = MaterialValues.of_model(model)
+    tinted = ren.render(eye, view, perspective(30.0, 96 / 72), materials=replace(values, tints=dark))
     body = np.abs(plain.astype(int) - 255).sum(axis=2) > 30
     assert body.sum() > 50
     assert tinted[body].mean() < plain[body].mean() * 0.6

@@ -1,10 +1,11 @@
 """Render a model dancing to a motion: pose (worker thread) → GPU draw → encode (worker thread).
 
 In: Model, Motion, optional camera Motion, frames, size/fps/msaa, physics on/off, crowd size.
-Out: an MP4 or a folder of PNGs (atomic), plus stats (frames, seconds, fps, warnings).
+Out: a video or PNG frames (atomic, see ``video``), plus stats (frames, seconds, fps, warnings).
 Posing frame n+1 overlaps drawing frame n, and encoding overlaps both, so the renderer never
 waits on Python for long. A crowd draws N characters of one Model with instancing; each has
-its own Character (and physics world) and a motion offset.
+its own Character (and physics world) and a motion offset; material morphs are those of the
+first character (the renderer takes one set of material values per frame).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from mmdkit.animation.camera import sample_camera, sample_light, sample_shadow
 from mmdkit.pose import Character
 from mmdkit.render.camera import auto_view, mmd_view, perspective
 from mmdkit.render.gl import Renderer
+from mmdkit.render.materials import MaterialValues
 from mmdkit.render.video import open_writer
 
 
@@ -43,6 +45,78 @@ def crowd_offsets(n: int, spacing: float) -> np.ndarray:
     return np.array(out, np.float32)
 
 
+class _Crowd:
+    """N Characters of one model dancing the same motion, each ``frame_offset`` frames later."""
+
+    def __init__(self, model, motion, n: int, physics: bool, frame_offset: float, warn):
+        self.model, self.frame_offset = model, frame_offset
+        self.chars = [Character(model, motion, _physics(model, physics, warn)) for _ in range(n)]
+
+    def pose(self, frame: float):
+        """The renderer's inputs for ``frame``: bone_skin (N,B,4,4), vertex offsets (N,V,3), UV
+        offsets (N,V,4) float32 and the first character's MaterialValues — all copies."""
+        chars = self.chars
+        n = len(chars)
+        skins = np.empty((n, self.model.num_bones, 4, 4), np.float32)
+        voff = np.empty((n,) + chars[0].vertex_offset.shape, np.float32)
+        uvoff = np.empty((n,) + chars[0].uv_offset.shape, np.float32)
+        for k, ch in enumerate(chars):
+            ch.update(frame + k * self.frame_offset)
+            skins[k] = ch.bone_skin if ch.visible else 0.0  # hidden by a property key: collapsed, draws nothing
+            voff[k] = ch.vertex_offset
+            uvoff[k] = ch.uv_offset
+        return skins, voff, uvoff, MaterialValues.of_character(chars[0])
+
+
+class _Shots:
+    """Per rendered frame i: the camera (the camera motion's, else an automatic one framing the
+    crowd), the light and the self-shadow switch (the camera motion's keys, else the dance's)."""
+
+    def __init__(self, model, motion, camera, frames, aspect: float, offsets):
+        self.aspect = aspect
+        self.cam = sample_camera(camera, frames) if camera is not None else None
+        self.light = sample_light(camera, frames) or sample_light(motion, frames)
+        self.shadow = sample_shadow(camera, frames) or sample_shadow(motion, frames)
+        lo, hi = model.vertex_position.min(0), model.vertex_position.max(0)
+        box_lo = lo + offsets.min(0) - np.array([2.0, 0.0, 2.0])
+        box_hi = hi + offsets.max(0) + np.array([2.0, 1.0, 2.0])
+        self.auto, self.auto_dist = auto_view(box_lo, box_hi, 30.0, aspect)
+
+    def __call__(self, i: int) -> dict:
+        """Renderer.render keyword arguments for frame i (view, proj and the rest)."""
+        cam = self.cam
+        if cam is not None:
+            kw = dict(view=mmd_view(cam["position"][i], cam["rotation"][i], cam["distance"][i]),
+                      proj=perspective(float(cam["fov"][i]), self.aspect), eye_distance=abs(float(cam["distance"][i])))
+        else:
+            kw = dict(view=self.auto, proj=perspective(30.0, self.aspect), eye_distance=self.auto_dist)
+        if self.light is not None:
+            kw.update(light_dir=self.light["direction"][i], light_color=self.light["color"][i])
+        kw["self_shadow"] = None if self.shadow is None else bool(self.shadow["mode"][i] != 0)  # VMD keys
+        return kw
+
+
+def _draw_frames(frames, crowd: _Crowd, shots: _Shots, ren: Renderer, writer, bar) -> None:
+    """Pose frame i+1 on one thread and encode frame i−1 on another while frame i is drawn."""
+    with ThreadPoolExecutor(1) as pose_pool, ThreadPoolExecutor(1) as enc_pool:
+        nxt = pose_pool.submit(crowd.pose, frames[0])
+        enc = None
+        for i in range(len(frames)):
+            skins, voff, uvoff, materials = nxt.result()
+            if i + 1 < len(frames):
+                nxt = pose_pool.submit(crowd.pose, frames[i + 1])
+            kw = shots(i)
+            img = ren.render(skins, kw.pop("view"), kw.pop("proj"), vertex_offset=voff, uv_offset=uvoff,
+                             materials=materials, **kw)
+            if enc is not None:
+                enc.result()
+            enc = enc_pool.submit(writer.write, img)
+            if bar is not None:
+                bar.update(1)
+        if enc is not None:
+            enc.result()
+
+
 def render_motion(model, motion, output: str, *, frames=None, camera=None, size=(1280, 720),
                   fps: float = 30.0, msaa: int = 4, physics: bool = True, crowd: int = 1,
                   crowd_frame_offset: float = 7.0, audio: str | None = None, progress: bool = True,
@@ -52,77 +126,32 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
     if frames is None:
         frames = np.arange(0, max(motion.last_frame if motion is not None else 0, 1) + 1)
     frames = np.asarray(list(frames), np.float64)
-    chars = [Character(model, motion, _physics(model, physics, warn)) for _ in range(crowd)]
+    dancers = _Crowd(model, motion, crowd, physics, crowd_frame_offset, warn)
     ren = Renderer(model, size, msaa, instances=crowd, palette_size=palette_size, ground_shadow=ground_shadow,
                    self_shadow=self_shadow)
     for w in ren.warnings:
         warn(w)
     lo, hi = model.vertex_position.min(0), model.vertex_position.max(0)
-    spacing = float(max(hi[0] - lo[0], hi[2] - lo[2]) * 1.3 + 2.0)
-    offs = crowd_offsets(crowd, spacing)
-    ren.set_instance_offsets(offs)
-    aspect = size[0] / size[1]
-    cam = sample_camera(camera, frames) if camera is not None else None
-    # light and self-shadow keys: the camera motion's, else the dance's
-    light = sample_light(camera, frames) or sample_light(motion, frames)
-    shadow = sample_shadow(camera, frames) or sample_shadow(motion, frames)
-    box_lo = lo + offs.min(0) - np.array([2.0, 0.0, 2.0])
-    box_hi = hi + offs.max(0) + np.array([2.0, 1.0, 2.0])
-    auto, auto_dist = auto_view(box_lo, box_hi, 30.0, aspect)
+    offsets = crowd_offsets(crowd, float(max(hi[0] - lo[0], hi[2] - lo[2]) * 1.3 + 2.0))
+    ren.set_instance_offsets(offsets)
+    shots = _Shots(model, motion, camera, frames, size[0] / size[1], offsets)
     writer = open_writer(output, size, fps, audio)
-
-    def pose_frame(f):
-        skins = np.empty((crowd, model.num_bones, 4, 4), np.float32)
-        voff = np.empty((crowd,) + chars[0].vertex_offset.shape, np.float32)
-        uvoff = np.empty((crowd,) + chars[0].uv_offset.shape, np.float32)
-        for k, ch in enumerate(chars):
-            ch.update(f + k * crowd_frame_offset)
-            skins[k] = ch.bone_skin if ch.visible else 0.0  # hidden by a property key: collapsed, draws nothing
-            voff[k] = ch.vertex_offset
-            uvoff[k] = ch.uv_offset
-        c0 = chars[0]
-        tints = {k: tuple(a.copy() for a in c0.material_tint(k)) for k in ("texture", "sphere", "toon")}
-        return skins, voff, uvoff, c0.material_diffuse.copy(), tints
-
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(frames), desc="rendering", unit="frame")
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(1) as pose_pool, ThreadPoolExecutor(1) as enc_pool:
-        try:
-            nxt = pose_pool.submit(pose_frame, frames[0])
-            enc = None
-            for i in range(len(frames)):
-                skins, voff, uvoff, diffuse, tints = nxt.result()
-                if i + 1 < len(frames):
-                    nxt = pose_pool.submit(pose_frame, frames[i + 1])
-                if cam is not None:
-                    view = mmd_view(cam["position"][i], cam["rotation"][i], cam["distance"][i])
-                    proj = perspective(float(cam["fov"][i]), aspect)
-                    dist = abs(float(cam["distance"][i]))
-                else:
-                    view, proj, dist = auto, perspective(30.0, aspect), auto_dist
-                lk = {} if light is None else {"light_dir": light["direction"][i], "light_color": light["color"][i]}
-                on = None if shadow is None else bool(shadow["mode"][i] != 0)  # VMD self-shadow keys
-                img = ren.render(skins, view, proj, vertex_offset=voff, uv_offset=uvoff, diffuse=diffuse,
-                                 eye_distance=dist, tints=tints, self_shadow=on, **lk)
-                if enc is not None:
-                    enc.result()
-                enc = enc_pool.submit(writer.write, img)
-                if bar is not None:
-                    bar.update(1)
-            if enc is not None:
-                enc.result()
-            writer.close()
-        except BaseException:
-            writer.abort()
-            raise
-        finally:
-            if bar is not None:
-                bar.close()
-            ren.release()
+    try:
+        _draw_frames(frames, dancers, shots, ren, writer, bar)
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+        ren.release()
     secs = time.perf_counter() - t0
     return {"frames": len(frames), "seconds": secs, "fps": len(frames) / secs if secs else 0.0,
             "warnings": list(ren.warnings), "output": output}

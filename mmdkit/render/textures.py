@@ -42,6 +42,11 @@ def resolve_texture(folder: str, stored: str) -> str | None:
     return real if os.path.isfile(real) else None
 
 
+def model_folder(model) -> str | None:
+    """The folder a model's texture paths are relative to (None for a model built in code)."""
+    return os.path.dirname(model.source_path) if model.source_path else None
+
+
 def toon_ramp(i: int) -> bytes:
     """(64, 1) RGBA ramp for shared toon i (0 = default, 1..10 = toon01..toon10): bright at
     the top (lit), a soft step to a darker, slightly tinted shade at the bottom."""
@@ -63,12 +68,6 @@ class TextureCache:
         self.folder = folder
         self._cache: dict[tuple[str, bool], object] = {}
         self.warnings: list[str] = []
-
-    def get(self, paths, index: int, *, clamp: bool = False):
-        """The texture stored at ``paths[index]`` (None when absent: warned once)."""
-        if index is None or index < 0 or index >= len(paths):
-            return None
-        return self.by_name(paths[index], clamp=clamp)
 
     def by_name(self, name: str, *, clamp: bool = False, missing_ok: bool = False):
         """The texture file ``name`` in the model folder, loaded once (None when absent)."""
@@ -98,3 +97,28 @@ class TextureCache:
             self.warnings.append(f"texture '{name}' could not be read ({e}); drawn without")
         self._cache[key] = tex
         return tex
+
+
+class MaterialTextures:
+    """The GL textures each material draws with, resolved from a ``MaterialTable``'s image keys.
+
+    ``of(m)`` → (texture | None, sphere | None, toon); ``white`` stands in for a missing image;
+    ``warnings`` lists images that were missing or unreadable.
+    """
+
+    def __init__(self, ctx, table, folder: str | None):
+        self.cache = TextureCache(ctx, folder)
+        self.warnings = self.cache.warnings
+        builtin = [ctx.texture((1, 64), 4, toon_ramp(i)) for i in range(11)]
+        for t in builtin:  # clamped like MMD's toon sampler: the lit end must not wrap to the dark one
+            t.repeat_x = t.repeat_y = False
+        self.white = ctx.texture((1, 1), 4, bytes([255, 255, 255, 255]))
+        self._per_material = []
+        for im in table.images:
+            tex = self.cache.by_name(im.texture) if im.texture else None
+            sphere = self.cache.by_name(im.sphere) if im.sphere else None
+            toon = self.cache.by_name(im.toon, clamp=True, missing_ok=im.toon_optional) if im.toon else None
+            self._per_material.append((tex, sphere, toon or builtin[im.toon_builtin]))
+
+    def of(self, m: int):
+        return self._per_material[m]

@@ -1,0 +1,79 @@
+"""OpenGL set-up for the renderer: the headless context, shader sources and the programs.
+
+In: what the renderer was asked for (palette size, self-shadow). Out: a moderngl context
+(EGL: GPU driver or Mesa llvmpipe) and ``Programs``: the skin stage (transform feedback, or
+skinning while drawing for palettes), the main MMD program, the flat program (edges, ground
+shadow) and the self-shadow depth program. Failures are ``UnavailableError``/``RenderError``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+import moderngl
+
+from mmdkit.errors import RenderError, UnavailableError
+
+
+def create_context():
+    """A standalone OpenGL 4.5 context through EGL (GPU driver or Mesa llvmpipe)."""
+    try:
+        return moderngl.create_standalone_context(backend="egl")
+    except Exception as e:  # depends on the machine
+        detail = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise UnavailableError(f"no headless OpenGL (EGL) context ({detail}); install libegl1 libgl1 "
+                               "(Debian/Ubuntu: apt-get install libegl1 libgl1 libegl-mesa0)") from e
+
+
+def shader_source(*names: str, defines: str = "") -> str:
+    """GLSL source: '#version 330', the defines, then the named files of shaders/ in order."""
+    root = resources.files("mmdkit.render").joinpath("shaders")
+    return "\n".join(["#version 330", defines] + [root.joinpath(n).read_text() for n in names])
+
+
+def _program(ctx, what: str, **shaders):
+    try:
+        return ctx.program(**shaders)
+    except Exception as e:  # a driver that cannot compile or link our GLSL
+        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+        detail = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else type(e).__name__)
+        raise RenderError(f"the {what} shader did not compile on this OpenGL: {detail}") from e
+
+
+@dataclass
+class Programs:
+    """skin: the skinning stage (== main with palettes); main: MMD's shading; flat: edges and the
+    ground shadow; depth: the self-shadow map (None when off). feedback: True when every
+    character is skinned once per frame into a buffer that the other programs draw from."""
+
+    skin: object
+    main: object
+    flat: object
+    depth: object | None
+    feedback: bool
+
+
+def build_programs(ctx, *, palette_size: int | None, self_shadow: bool) -> Programs:
+    """Compile the programs. Without a palette, vertices are skinned once per frame by transform
+    feedback (skin.vert with SKIN_ONLY) and drawn by draw.vert; with one, skin.vert skins while
+    drawing. Edges/ground shadow and the shadow map have their own tiny fragment stages (a CPU
+    rasteriser pays for every branch a shader has)."""
+    frag = shader_source("mmd.frag", defines="#define SELF_SHADOW" if self_shadow else "")
+    feedback = not palette_size
+    if feedback:
+        skin = _program(ctx, "skinning", vertex_shader=shader_source("skin.vert", defines="#define SKIN_ONLY"),
+                        varyings=["tf_pos", "tf_nrm"])
+        vert = shader_source("pass.glsl", "draw.vert")
+        main = _program(ctx, "main", vertex_shader=vert, fragment_shader=frag)
+    else:
+        vert = shader_source("pass.glsl", "skin.vert", defines=f"#define PALETTE {palette_size}")
+        skin = main = _program(ctx, "main", vertex_shader=vert, fragment_shader=frag)
+    flat = _program(ctx, "edge/shadow", vertex_shader=vert, fragment_shader=shader_source("flat.frag"))
+    depth = _program(ctx, "self-shadow", vertex_shader=vert, fragment_shader=shader_source("depth.frag")) \
+        if self_shadow else None
+    if not feedback:
+        for prog in (main, flat, depth):
+            if prog is not None:
+                prog["Palette"].binding = 0
+    return Programs(skin, main, flat, depth, feedback)

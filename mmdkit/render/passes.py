@@ -1,0 +1,96 @@
+"""The drawing passes of one frame, in MMD's order: ground shadow, materials, edges.
+
+In: the GL context, the ``Geometry`` (already skinned this frame), a program, the
+``MaterialTable`` and this frame's ``MaterialValues``; camera matrices and the light direction
+((3,) float64, unit, MMD space). Out: triangles drawn into the bound framebuffer.
+Each pass reads only plain material data: no format rules here.
+"""
+
+from __future__ import annotations
+
+import moderngl
+import numpy as np
+
+GROUND_SHADOW_COLOR = (0.6, 0.6, 0.62, 1.0)
+EDGE_SCALE = 0.0012  # edge width per unit of eye distance per unit of edge size
+_NO_TINT = ((1.0,) * 4, (0.0,) * 4)
+_TINT_UNIFORMS = (("texture", "u_tex_mul", "u_tex_add"), ("sphere", "u_sph_mul", "u_sph_add"),
+                  ("toon", "u_toon_mul", "u_toon_add"))
+
+
+def _vec(a) -> tuple:
+    return tuple(float(x) for x in a)
+
+
+def vertex_uniforms(prog, view, proj, light_dir, edge=0.0, ground_shadow=0.0) -> None:
+    """What the shared vertex stage reads: camera, light, pass kind."""
+    prog["u_view"].write(np.ascontiguousarray(np.asarray(view, np.float32).T).tobytes())
+    prog["u_proj"].write(np.ascontiguousarray(np.asarray(proj, np.float32).T).tobytes())
+    for name, value in (("u_light_dir", tuple(light_dir)), ("u_edge", edge), ("u_ground_shadow", ground_shadow)):
+        if name in prog:  # a program whose fragment stage ignores them may have them compiled out
+            prog[name].value = value
+
+
+def ground_shadow_pass(ctx, geo, prog, table, values, view, proj, light_dir) -> None:
+    """MMD's ground shadow: the mesh flattened onto y = 0 along the light, one flat colour."""
+    vertex_uniforms(prog, view, proj, light_dir, ground_shadow=1.0)
+    prog["u_color"].value = GROUND_SHADOW_COLOR
+    # flattened, a closed mesh's faces that looked away from the light cover the same
+    # silhouette as the others: draw only one side (half the triangles to set up)
+    ctx.enable(moderngl.CULL_FACE)
+    ctx.cull_face = "back"
+    for m in range(table.num_materials):
+        if table.ground_shadow[m] and values.diffuse[m, 3] > 0.0:
+            geo.draw(m, "flat")
+
+
+def _material_uniforms(prog, m: int, values, has_tex: bool, sphere_mode: int) -> None:
+    prog["u_diffuse"].value = _vec(values.diffuse[m])
+    prog["u_ambient"].value = _vec(values.ambient[m])
+    prog["u_specular"].value = _vec(values.specular[m])
+    prog["u_spec_power"].value = float(values.specular_power[m])
+    prog["u_has_tex"].value = has_tex
+    for kind, um, ua in _TINT_UNIFORMS:
+        tint = values.tints.get(kind)
+        mul, add = _NO_TINT if tint is None else (_vec(tint[0][m]), _vec(tint[1][m]))
+        if um in prog:
+            prog[um].value = mul
+            prog[ua].value = add
+    prog["u_sphere_mode"].value = sphere_mode
+
+
+def main_pass(ctx, geo, prog, table, values, textures, shadow_on: bool) -> None:
+    """Every visible material with MMD's shading, in material order (blending as MMD does).
+    ``textures.of(m)`` gives (texture | None, sphere | None, toon) GL textures."""
+    for m in range(table.num_materials):
+        alpha = values.diffuse[m, 3]
+        if not geo.has_faces(m) or alpha <= 0.0:
+            continue
+        if table.culls(m, alpha):
+            ctx.enable(moderngl.CULL_FACE)
+            ctx.cull_face = "back"
+        else:
+            ctx.disable(moderngl.CULL_FACE)
+        t, s, toon = textures.of(m)
+        _material_uniforms(prog, m, values, t is not None, int(table.sphere_mode[m]) if s is not None else 0)
+        if shadow_on:
+            prog["u_self_shadow"].value = float(bool(table.shadow_receive[m]))
+        (t or textures.white).use(1)
+        (s or textures.white).use(2)
+        toon.use(3)
+        geo.draw(m)
+
+
+def edge_pass(ctx, geo, prog, table, values, view, proj, light_dir, eye_distance: float) -> None:
+    """Outlines: back faces pushed out along the normal, in each material's edge colour."""
+    vertex_uniforms(prog, view, proj, light_dir, edge=1.0)
+    for m in range(table.num_materials):
+        if not geo.has_faces(m) or values.diffuse[m, 3] <= 0.0:
+            continue
+        if not table.edge[m] or values.edge_size[m] <= 0:
+            continue
+        ctx.enable(moderngl.CULL_FACE)
+        ctx.cull_face = "front"
+        prog["u_color"].value = _vec(values.edge_color[m])
+        prog["u_edge_size"].value = float(values.edge_size[m]) * eye_distance * EDGE_SCALE
+        geo.draw(m, "flat")
