@@ -1,0 +1,2 @@
+import { register } from "node:module";
+register("./resolve_hook.mjs", import.meta.url);
