@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from mmdkit.animation.camera import sample_camera, sample_light, sample_shadow
-from mmdkit.model.builder import MotionBuilder
+from mmdkit.animation.builder import MotionBuilder
 
 
 def test_camera_lerp_and_cut():

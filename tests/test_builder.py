@@ -8,7 +8,9 @@ import pytest
 import mmdkit
 from mmdkit.errors import BuildError
 from mmdkit.model import model as M
-from mmdkit.model.builder import ModelBuilder, MotionBuilder, interpolation_block
+from mmdkit.animation.builder import MotionBuilder
+from mmdkit.animation.curves import interpolation_block
+from mmdkit.model.builder import ModelBuilder
 
 
 def leg_model():

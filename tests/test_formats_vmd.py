@@ -57,7 +57,7 @@ def test_trailing_bytes_and_truncation(assets):
 
 
 def test_truncated_track_names_are_kept_as_bytes():
-    from mmdkit.model.builder import MotionBuilder
+    from mmdkit.animation.builder import MotionBuilder
 
     long = "左腕捩れ補助ボーン１"  # 20 cp932 bytes: cut to 15 in the file, mid-character
     mo = MotionBuilder("m")

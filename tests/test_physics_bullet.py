@@ -310,7 +310,7 @@ def test_mode2_takes_rotation_from_body_and_translation_from_bone():
 
 
 def test_vmd_physics_flags_switch_bodies_through_character():
-    from mmdkit.model.builder import MotionBuilder
+    from mmdkit.animation.builder import MotionBuilder
     from mmdkit.pose import Character
 
     model = chain_model()

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from mmdkit.animation.sampling import bezier_weight
-from mmdkit.model.builder import ModelBuilder, MotionBuilder
+from mmdkit.animation.builder import MotionBuilder
+from mmdkit.model.builder import ModelBuilder
 from mmdkit.pose import Character, pose
 
 KNEE = ((-math.pi, 0, 0), (-0.0087, 0, 0))

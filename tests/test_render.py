@@ -289,7 +289,7 @@ def test_ground_shadow_and_vmd_light_and_audio(tmp_path, ctx):
     grey = lambda img: ((np.abs(img.astype(int) - 153) < 12).all(axis=2)).sum()  # noqa: E731
     assert grey(on) > grey(off) + 20
     # a VMD light changes the picture; an audio track is muxed in
-    from mmdkit.model.builder import MotionBuilder
+    from mmdkit.animation.builder import MotionBuilder
     from mmdkit.render.pipeline import render_motion
 
     mo = MotionBuilder()
@@ -336,7 +336,7 @@ def test_material_morph_tints_reach_the_shader(ctx):
 
 def test_property_keys_hide_the_model(tmp_path):
     """MMD's 表示 off: on hidden frames nothing of the model is drawn (not even its shadow)."""
-    from mmdkit.model.builder import MotionBuilder
+    from mmdkit.animation.builder import MotionBuilder
     from mmdkit.render.pipeline import render_motion
 
     mb = MotionBuilder()

@@ -13,29 +13,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mmdkit.animation.curves import interpolation_curves
 from mmdkit.animation.motion import Motion
 from mmdkit.model.model import Model
+from mmdkit.text import encode_cp932
 
 
-def _encode(name: str) -> bytes:
-    try:
-        return name.encode("cp932")
-    except UnicodeEncodeError:
-        return name.encode("utf-8", "replace")
-
-
-def _match_tracks(model_names, track_names, track_bytes, limit: int) -> tuple[np.ndarray, list[str]]:
+def match_tracks(model_names, track_names, track_bytes, limit: int) -> tuple[np.ndarray, list[str]]:
     """track -> model index (-1 unbound) and the list of unbound track names."""
     exact = {}
     for i, n in enumerate(model_names):
         exact.setdefault(n, i)
-    encoded = [(_encode(n), i) for i, n in enumerate(model_names)]
+    encoded = [(encode_cp932(n), i) for i, n in enumerate(model_names)]
     out = np.full(len(track_names), -1, np.int32)
     unbound = []
     for t, name in enumerate(track_names):
         idx = exact.get(name, -1)
         if idx < 0:
-            raw = track_bytes[t] if t < len(track_bytes) else _encode(name)
+            raw = track_bytes[t] if t < len(track_bytes) else encode_cp932(name)
             if len(raw) >= limit - 1:  # only truncated names may match by prefix
                 for enc, i in encoded:
                     if len(enc) > len(raw) and enc.startswith(raw):
@@ -70,16 +65,6 @@ def _csr(owner: np.ndarray, frame: np.ndarray, count: int):
     start = np.zeros(count + 1, np.int32)
     np.add.at(start, o + 1, 1)
     return np.cumsum(start).astype(np.int32), idx
-
-
-def interpolation_curves(block: np.ndarray) -> np.ndarray:
-    """(K, 64) uint8 VMD bone interpolation blocks → (K, 4, 4) float64 curves.
-
-    Channel c (X, Y, Z, rotation) reads row c at columns 0, 4, 8, 12 as (x1, y1, x2, y2)/127
-    (the diagonal read: row 0 bytes 2–3 hold MMD's per-key physics flag, not a curve).
-    """
-    b = block.reshape(-1, 4, 16).astype(np.float64)
-    return b[:, :, [0, 4, 8, 12]] / 127.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,9 +104,7 @@ def bind_motion(model: Model, motion: Motion | None) -> BoundMotion:
     """Regroup ``motion``'s keys per bone/morph/IK solver of ``model`` (None → empty)."""
     B, N, K = model.num_bones, model.num_morphs, len(model.ik_bone if model.ik_bone is not None else ())
     if motion is None:
-        from mmdkit.animation.motion import Motion as _M
-
-        motion = _M()
+        motion = Motion()
 
     def arr(a, shape, dtype):
         return np.zeros(shape, dtype) if a is None else a
@@ -129,7 +112,7 @@ def bind_motion(model: Model, motion: Motion | None) -> BoundMotion:
     nb = motion.num_bone_keys
     b_track = arr(motion.bone_key_track, (0,), np.int32)
     b_frame = arr(motion.bone_key_frame, (0,), np.uint32)
-    track_bone, unbound_b = _match_tracks(model.bone_name, motion.bone_track_name,
+    track_bone, unbound_b = match_tracks(model.bone_name, motion.bone_track_name,
                                           motion.bone_track_name_bytes, 15)
     owner = track_bone[b_track] if nb else np.zeros(0, np.int32)
     b_start, b_idx = _csr(owner, b_frame, B)
@@ -140,7 +123,7 @@ def bind_motion(model: Model, motion: Motion | None) -> BoundMotion:
     nm = motion.num_morph_keys
     m_track = arr(motion.morph_key_track, (0,), np.int32)
     m_frame = arr(motion.morph_key_frame, (0,), np.uint32)
-    track_morph, unbound_m = _match_tracks(model.morph_name, motion.morph_track_name,
+    track_morph, unbound_m = match_tracks(model.morph_name, motion.morph_track_name,
                                            motion.morph_track_name_bytes, 15)
     m_owner = track_morph[m_track] if nm else np.zeros(0, np.int32)
     m_start, m_idx = _csr(m_owner, m_frame, N)
@@ -151,7 +134,7 @@ def bind_motion(model: Model, motion: Motion | None) -> BoundMotion:
     ik_en = np.zeros(0, np.uint8)
     if motion.num_property_keys and motion.property_ik_track is not None and len(motion.property_ik_track):
         ik_names = [model.bone_name[b] for b in model.ik_bone]
-        name_to_solver, _ = _match_tracks(ik_names, motion.property_ik_name,
+        name_to_solver, _ = match_tracks(ik_names, motion.property_ik_name,
                                           motion.property_ik_name_bytes, 20)
         counts = np.diff(motion.property_ik_start)
         row_key = np.repeat(np.arange(motion.num_property_keys), counts)

@@ -17,17 +17,18 @@ import dataclasses
 
 import numpy as np
 
-from mmdkit.animation.binding import _encode, _match_tracks, bind_motion
+from mmdkit.animation.binding import match_tracks, bind_motion
+from mmdkit.animation.builder import MotionBuilder
+from mmdkit.animation.curves import interpolation_block
 from mmdkit.animation.motion import Motion, Pose, freeze
 from mmdkit.animation.sampling import sample_bone_tracks, sample_scalars
 from mmdkit.errors import BuildError
 from mmdkit.mathutil import qslerp_scalar
+from mmdkit.text import encode_cp932
 
 
 def motion_from_pose(pose: Pose) -> Motion:
     """A one-key-per-bone Motion at frame 0 from a VPD ``Pose`` (so the normal pipeline poses it)."""
-    from mmdkit.model.builder import MotionBuilder
-
     mb = MotionBuilder(model_name=pose.model_name)
     for i, name in enumerate(pose.bone_name):
         mb.add_bone_key(name, 0, translation=tuple(pose.bone_translation[i]),
@@ -46,7 +47,7 @@ def _grow_tracks(names, raw, new_names):
         if n not in index:
             index[n] = len(names)
             names.append(n)
-            raw.append(_encode(n))
+            raw.append(encode_cp932(n))
         out.append(index[n])
     return np.asarray(out, np.int32), tuple(names), tuple(raw)
 
@@ -56,8 +57,6 @@ def apply_pose(model, motion: Motion | None, pose: Pose, frame: int, *, weight: 
 
     Pose bones/morphs the model does not have are skipped and listed in the result's warnings.
     """
-    from mmdkit.model.builder import interpolation_block
-
     frame = int(frame)
     if frame < 0:
         raise BuildError(f"apply_pose: frame must be >= 0, not {frame}")
@@ -65,14 +64,12 @@ def apply_pose(model, motion: Motion | None, pose: Pose, frame: int, *, weight: 
     if not 0.0 <= w <= 1.0:
         raise BuildError(f"apply_pose: weight must be in [0, 1], not {weight}")
     if motion is None:
-        from mmdkit.model.builder import MotionBuilder
-
         motion = MotionBuilder(model_name=model.name).build()
     bound = bind_motion(model, motion)
     warnings = list(motion.warnings)
 
     # bones: motion value at the frame (local, before IK) blended toward the pose
-    bone_of, missing = _match_tracks(model.bone_name, pose.bone_name, (), 10 ** 9)
+    bone_of, missing = match_tracks(model.bone_name, pose.bone_name, (), 10 ** 9)
     warnings += [f"pose bone {n!r} is not in the model; skipped" for n in missing]
     keep = np.nonzero(bone_of >= 0)[0]
     t_now, q_now = sample_bone_tracks(bound, [frame])
@@ -85,7 +82,7 @@ def apply_pose(model, motion: Motion | None, pose: Pose, frame: int, *, weight: 
     b_track, b_track_names, b_track_raw = _grow_tracks(motion.bone_track_name, motion.bone_track_name_bytes, b_names)
 
     # morphs: linear
-    morph_of, missing = _match_tracks(model.morph_name, pose.morph_name, (), 10 ** 9)
+    morph_of, missing = match_tracks(model.morph_name, pose.morph_name, (), 10 ** 9)
     warnings += [f"pose morph {n!r} is not in the model; skipped" for n in missing]
     mkeep = np.nonzero(morph_of >= 0)[0]
     m_now = np.zeros(model.num_morphs)

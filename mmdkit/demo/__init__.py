@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 from mmdkit.model import model as M
-from mmdkit.model.builder import ModelBuilder, MotionBuilder
+from mmdkit.animation.builder import MotionBuilder
+from mmdkit.model.builder import ModelBuilder
 
 _FACES = np.array([[0, 1, 2], [0, 2, 3]])
 

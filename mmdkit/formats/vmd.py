@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmdkit.animation.motion import Motion, freeze
+from mmdkit.animation.build import build_motion
+from mmdkit.animation.curves import PHYSICS_OFF, bone_key_physics
+from mmdkit.animation.motion import Motion
 from mmdkit.formats.binary import BinaryReader, BinaryWriter
 from mmdkit.text import decode_cp932, decode_field, encode_cp932, encode_field, strip_field
 
@@ -28,16 +30,6 @@ CAMERA_KEY = np.dtype([("frame", "<u4"), ("d", "<f4"), ("p", "<f4", 3), ("r", "<
                        ("fov", "<u4"), ("persp", "u1")])
 LIGHT_KEY = np.dtype([("frame", "<u4"), ("c", "<f4", 3), ("d", "<f4", 3)])
 SHADOW_KEY = np.dtype([("frame", "<u4"), ("mode", "u1"), ("d", "<f4")])
-
-# Row 0 bytes 2-3 of a bone key's interpolation block: (99, 15) = physics off for this key.
-PHYSICS_OFF = (99, 15)
-
-
-def bone_key_physics(interpolation: np.ndarray) -> np.ndarray:
-    """(K, 64) uint8 interpolation blocks → (K,) bool, True where physics stays on."""
-    ip = np.asarray(interpolation)
-    return ~((ip[:, 2] == PHYSICS_OFF[0]) & (ip[:, 3] == PHYSICS_OFF[1]))
-
 
 def _tracks(names: np.ndarray, warnings: list, what: str):
     """(K, n) uint8 name fields → (track index per key, names, stripped bytes) in first-seen order."""
@@ -165,7 +157,7 @@ def read_vmd(data: bytes, path: str = "") -> Motion:
     f["source_path"] = str(path)
     f["source_extras"] = extras
     f["warnings"] = tuple(r.warnings)
-    return freeze(Motion(**f))
+    return build_motion(f)
 
 
 def _name_fields(track_bytes, key_track, extras_field, size):

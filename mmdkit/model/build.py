@@ -97,72 +97,87 @@ def _err(detail, path, section, row=None):
     return BuildError(detail, path=path, section=section)
 
 
-def _check_range(f, key, lo, hi, path, what):
-    a = f[key]
+def check_index(values, lo: int, hi: int, what: str, *, path: str = "", section: str = "") -> None:
+    """Raise ``BuildError`` unless every entry of ``values`` lies in [lo, hi).
+
+    ``values``: (n,) or (n, k) integer array; the message names ``section``, the first bad row
+    and its value(s), e.g. "section 'bone_parent': row 1: bone index 7 out of range [-1, 2)".
+    """
+    a = np.asarray(values)
     if a.size == 0:
         return
     bad = (a < lo) | (a >= hi)
     if bad.any():
-        i = int(np.flatnonzero(bad.reshape(len(a), -1).any(axis=1))[0]) if a.ndim > 1 else int(np.flatnonzero(bad)[0])
-        raise _err(f"{what} {a[i].tolist()} out of range [{lo}, {hi})", path, key, i)
+        i = int(np.flatnonzero(bad.reshape(len(a), -1).any(axis=1))[0])
+        raise _err(f"{what} {a[i].tolist()} out of range [{lo}, {hi})", path, section, i)
 
 
-def _check_start(f, key, n_rows, n_table, path):
-    s = f[key]
+def check_starts(starts, n_rows: int, n_table: int, *, path: str = "", section: str = "") -> None:
+    """Raise ``BuildError`` unless ``starts`` (n_rows+1,) is a valid row-range table over a table of
+    ``n_table`` rows: first entry 0, never decreasing, last entry ``n_table``."""
+    s = starts
     if len(s) != n_rows + 1:
-        raise _err(f"has {len(s)} entries, expected {n_rows + 1}", path, key)
+        raise _err(f"has {len(s)} entries, expected {n_rows + 1}", path, section)
     if s[0] != 0 or s[-1] != n_table or (len(s) > 1 and (np.diff(s) < 0).any()):
-        raise _err(f"ranges must start at 0, not decrease and end at {n_table} (got {s[0]}..{s[-1]})", path, key)
+        raise _err(f"ranges must start at 0, not decrease and end at {n_table} (got {s[0]}..{s[-1]})", path, section)
 
 
-def build_model(fields: dict) -> Model:
-    """Validate ``fields`` (Model field name → value) and return a frozen ``Model``."""
-    f = dict(fields)
-    path = str(f.get("source_path", ""))
-    extras = dict(f.get("source_extras") or {})
-    warnings = list(f.get("warnings") or ())
+def _check(f, key, lo, hi, path, what):
+    check_index(f[key], lo, hi, what, path=path, section=key)
 
-    counts = {
-        "V": len(f["vertex_position"]) if f.get("vertex_position") is not None else 0,
-        "F": len(f["face_vertex_index"]) if f.get("face_vertex_index") is not None else 0,
-        "K": len(f["ik_bone"]) if f.get("ik_bone") is not None else 0,
-        "L": len(f["ik_link_bone"]) if f.get("ik_link_bone") is not None else 0,
-    }
+
+def _counts(f, path) -> dict:
+    """Count symbol (see ``_SPEC``) → number of rows, from the fields present in ``f``."""
+    counts = {}
+    for sym, key in (("V", "vertex_position"), ("F", "face_vertex_index"), ("K", "ik_bone"),
+                     ("L", "ik_link_bone"), *((s, k) for s, k in _TABLE_KEY.items())):
+        counts[sym] = len(f[key]) if f.get(key) is not None else 0
     for key, sym in _NAME_COUNTS.items():
         f[key] = tuple(f.get(key) or ())
         counts[sym] = len(f[key])
-    for sym, key in _TABLE_KEY.items():
-        counts[sym] = len(f[key]) if f.get(key) is not None else 0
     auv = f.get("vertex_additional_uv")
     counts["A"] = auv.shape[1] if auv is not None and getattr(auv, "ndim", 0) == 3 else 0
     if not 0 <= counts["A"] <= 4:
         raise _err(f"{counts['A']} additional UV sets (at most 4)", path, "vertex_additional_uv")
+    return counts
 
+
+def _default(key, n, shape, dtype):
+    """The neutral value of an array field the caller left out."""
+    if key in _MINUS_ONE:
+        return np.full((n,) + shape, -1, dtype)
+    if key == "vertex_bone_weight":
+        a = np.zeros((n, 4), dtype)
+        a[:, 0] = 1
+        return a
+    if key == "vertex_edge_scale":
+        return np.ones((n,) + shape, dtype)
+    return np.zeros((n,) + shape, dtype)
+
+
+def _conform_arrays(f, counts, path) -> None:
+    """Every ``_SPEC`` field in ``f`` converted to its dtype and (count,) + shape, or defaulted."""
     for key, (dtype, shape, sym) in _SPEC.items():
         n = counts[sym.split("+")[0]] + (1 if sym.endswith("+1") else 0)
         shape = tuple(counts["A"] if s == "A" else s for s in shape)
         v = f.get(key)
         if v is None:
-            if key in _MINUS_ONE:
-                a = np.full((n,) + shape, -1, dtype)
-            elif key == "vertex_bone_weight":
-                a = np.zeros((n, 4), dtype)
-                a[:, 0] = 1
-            elif key in ("vertex_edge_scale", "bone_append_ratio"):
-                a = np.ones((n,) + shape, dtype) if key == "vertex_edge_scale" else np.zeros(n, dtype)
+            f[key] = _default(key, n, shape, dtype)
+            continue
+        try:
+            a = np.ascontiguousarray(v, dtype=dtype)
+        except (ValueError, TypeError) as e:
+            raise _err(f"cannot convert to {np.dtype(dtype).name}: {e}", path, key) from None
+        if a.shape != (n,) + shape:
+            if a.size == n * int(np.prod(shape, dtype=np.int64)) and n > 0 or (n == 0 and a.size == 0):
+                a = a.reshape((n,) + shape)
             else:
-                a = np.zeros((n,) + shape, dtype)
-        else:
-            try:
-                a = np.ascontiguousarray(v, dtype=dtype)
-            except (ValueError, TypeError) as e:
-                raise _err(f"cannot convert to {np.dtype(dtype).name}: {e}", path, key) from None
-            if a.shape != (n,) + shape:
-                if a.size == n * int(np.prod(shape, dtype=np.int64)) and n > 0 or (n == 0 and a.size == 0):
-                    a = a.reshape((n,) + shape)
-                else:
-                    raise _err(f"shape {a.shape}, expected {(n,) + shape}", path, key)
+                raise _err(f"shape {a.shape}, expected {(n,) + shape}", path, key)
         f[key] = a
+
+
+def _conform_names(f, counts, path) -> None:
+    """English names (one per item, '' when absent), material memos and texture paths as tuples."""
     for key in ("material_name_en", "bone_name_en", "morph_name_en", "rigid_body_name_en", "joint_name_en"):
         base = f[key[:-3]]
         v = tuple(f.get(key) or ())
@@ -171,17 +186,18 @@ def build_model(fields: dict) -> Model:
         if len(v) != len(base):
             raise _err(f"{len(v)} names for {len(base)} items", path, key)
         f[key] = v
-    if len(f.get("material_memo") or ()) != counts["M"]:
-        f["material_memo"] = tuple(f.get("material_memo") or ()) + ("",) * (counts["M"] - len(f.get("material_memo") or ()))
-    f["material_memo"] = tuple(f["material_memo"][:counts["M"]])
+    memo = tuple(f.get("material_memo") or ())
+    f["material_memo"] = (memo + ("",) * (counts["M"] - len(memo)))[:counts["M"]]
     f["texture_path"] = tuple(f.get("texture_path") or ())
-    V, F, M, B, K, L, N, R, J = (counts[s] for s in "VFMBKLNRJ")
-    T = len(f["texture_path"])
 
-    # --- vertices: bone indices (slots with weight 0 may hold junk such as -1: patched to 0)
+
+def _check_vertices(f, counts, path, extras) -> None:
+    """Deform types and bone indices; slots with weight 0 may hold junk such as -1 (patched to 0,
+    the original values kept in ``extras['vertex_bone_index_patch']`` for write-back)."""
     bi, bw = f["vertex_bone_index"], f["vertex_bone_weight"]
-    if V:
-        _check_range(f, "vertex_deform", 0, 5, path, "deform type")
+    B = counts["B"]
+    if counts["V"]:
+        _check(f, "vertex_deform", 0, 5, path, "deform type")
         bad = (bi < 0) | (bi >= B)
         if bad.any():
             hard = bad & (bw != 0)
@@ -198,9 +214,12 @@ def build_model(fields: dict) -> Model:
             bi = bi.copy()
             bi.ravel()[pos] = 0
             f["vertex_bone_index"] = bi
-    _check_range(f, "face_vertex_index", 0, V, path, "vertex index")
+    _check(f, "face_vertex_index", 0, counts["V"], path, "vertex index")
 
-    # --- materials
+
+def _check_materials(f, counts, path) -> None:
+    """Triangle ranges and texture/sphere/toon indices."""
+    M, F, T = counts["M"], counts["F"], len(f["texture_path"])
     fs = f["material_face_start"]
     if M == 0 and len(fs) == 1:
         fs = np.zeros(1, np.int32)
@@ -209,8 +228,8 @@ def build_model(fields: dict) -> Model:
         raise _err("triangle ranges must start at 0 and not decrease", path, "material_face_start")
     if fs[-1] > F:
         raise _err(f"materials use {int(fs[-1])} triangles but there are {F}", path, "material_face_start")
-    _check_range(f, "material_texture_index", -1, T, path, "texture index")
-    _check_range(f, "material_sphere_index", -1, T, path, "texture index")
+    _check(f, "material_texture_index", -1, T, path, "texture index")
+    _check(f, "material_sphere_index", -1, T, path, "texture index")
     shared = f["material_toon_shared"]
     toon = f["material_toon_index"]
     if M:
@@ -219,10 +238,13 @@ def build_model(fields: dict) -> Model:
             i = int(np.flatnonzero(bad)[0])
             raise _err(f"toon index {int(toon[i])} out of range", path, "material_toon_index", i)
 
-    # --- bones
+
+def _check_bones(f, counts, path) -> None:
+    """Bone links, no parent cycles, IK solvers and their link ranges."""
+    B, K = counts["B"], counts["K"]
     for key in ("bone_parent", "bone_tail_index", "bone_append_parent"):
-        _check_range(f, key, -1, B, path, "bone index")
-    _check_range(f, "bone_ik", -1, K, path, "IK index")
+        _check(f, key, -1, B, path, "bone index")
+    _check(f, "bone_ik", -1, K, path, "IK index")
     if B:
         par = f["bone_parent"]
         cur = par.copy()
@@ -235,45 +257,51 @@ def build_model(fields: dict) -> Model:
             if (cur >= 0).any():
                 i = int(np.flatnonzero(cur >= 0)[0])
                 raise _err(f"bone {f['bone_name'][i]!r} is in a parent cycle", path, "bone_parent", i)
-    _check_range(f, "ik_bone", 0, B, path, "bone index")
-    _check_range(f, "ik_target", 0, B, path, "bone index")
-    _check_range(f, "ik_link_bone", 0, B, path, "bone index")
-    _check_start(f, "ik_link_start", K, L, path)
+    for key in ("ik_bone", "ik_target", "ik_link_bone"):
+        _check(f, key, 0, B, path, "bone index")
+    check_starts(f["ik_link_start"], K, counts["L"], path=path, section="ik_link_start")
 
-    # --- morphs
+
+def _check_morphs(f, counts, path) -> None:
+    """Morph kinds, per-kind row ranges (only morphs of that kind own rows) and element indices."""
+    V, M, B, N, R = (counts[s] for s in "VMBNR")
     kind = f["morph_kind"]
-    _check_range(f, "morph_kind", 0, 11, path, "morph type")
+    _check(f, "morph_kind", 0, 11, path, "morph type")
     for t, (sym, kinds) in _MORPH_TABLES.items():
         key = f"{t}_morph_start"
-        _check_start(f, key, N, counts[sym], path)
+        check_starts(f[key], N, counts[sym], path=path, section=key)
         if N and counts[sym]:
             sizes = np.diff(f[key])
             wrong = (sizes > 0) & ~np.isin(kind, kinds)
             if wrong.any():
                 i = int(np.flatnonzero(wrong)[0])
                 raise _err(f"morph {f['morph_name'][i]!r} of type {int(kind[i])} has {t} rows", path, key, i)
-    _check_range(f, "vertex_morph_vertex", 0, V, path, "vertex index")
-    _check_range(f, "uv_morph_vertex", 0, V, path, "vertex index")
-    _check_range(f, "bone_morph_bone", 0, B, path, "bone index")
-    _check_range(f, "material_morph_material", -1, M, path, "material index")
-    _check_range(f, "group_morph_target", 0, N, path, "morph index")
-    _check_range(f, "impulse_morph_rigid_body", 0, R, path, "rigid body index")
+    _check(f, "vertex_morph_vertex", 0, V, path, "vertex index")
+    _check(f, "uv_morph_vertex", 0, V, path, "vertex index")
+    _check(f, "bone_morph_bone", 0, B, path, "bone index")
+    _check(f, "material_morph_material", -1, M, path, "material index")
+    _check(f, "group_morph_target", 0, N, path, "morph index")
+    _check(f, "impulse_morph_rigid_body", 0, R, path, "rigid body index")
 
-    # --- display frames
+
+def _check_display_frames(f, counts, path) -> None:
     frames = tuple(f.get("display_frames") or ())
     for fi, fr in enumerate(frames):
         for is_morph, idx in fr[3]:
-            if not 0 <= idx < (N if is_morph else B):
+            if not 0 <= idx < (counts["N"] if is_morph else counts["B"]):
                 raise _err(f"frame {fr[0]!r}: {'morph' if is_morph else 'bone'} index {idx} out of range",
                            path, "display_frames", fi)
     f["display_frames"] = frames
 
-    # --- physics
-    _check_range(f, "rigid_body_bone", -1, B, path, "bone index")
-    _check_range(f, "rigid_body_shape", 0, 3, path, "shape")
-    _check_range(f, "rigid_body_group", 0, 16, path, "collision group")
-    _check_range(f, "joint_body_a", -1, R, path, "rigid body index")
-    _check_range(f, "joint_body_b", -1, R, path, "rigid body index")
+
+def _check_physics(f, counts, path) -> None:
+    """Rigid body bones/shapes/groups, joint bodies, soft body materials, anchors and pins."""
+    V, M, B, R = (counts[s] for s in "VMBR")
+    _check(f, "rigid_body_bone", -1, B, path, "bone index")
+    _check(f, "rigid_body_shape", 0, 3, path, "shape")
+    _check(f, "rigid_body_group", 0, 16, path, "collision group")
+    _check(f, "joint_body_a", -1, R, path, "rigid body index")
+    _check(f, "joint_body_b", -1, R, path, "rigid body index")
     soft = tuple(f.get("soft_bodies") or ())
     for si, sb in enumerate(soft):
         if not -1 <= sb.material < M:
@@ -286,8 +314,23 @@ def build_model(fields: dict) -> Model:
                 raise _err(f"pin vertex {vx} out of range", path, "soft_bodies", si)
     f["soft_bodies"] = soft
 
+
+def build_model(fields: dict) -> Model:
+    """Validate ``fields`` (Model field name → value) and return a frozen ``Model``."""
+    f = dict(fields)
+    path = str(f.get("source_path", ""))
+    extras = dict(f.get("source_extras") or {})
+    counts = _counts(f, path)
+    _conform_arrays(f, counts, path)
+    _conform_names(f, counts, path)
+    _check_vertices(f, counts, path, extras)
+    _check_materials(f, counts, path)
+    _check_bones(f, counts, path)
+    _check_morphs(f, counts, path)
+    _check_display_frames(f, counts, path)
+    _check_physics(f, counts, path)
     f["source_extras"] = extras
-    f["warnings"] = tuple(warnings)
+    f["warnings"] = tuple(f.get("warnings") or ())
     known = {fl.name for fl in Model.__dataclass_fields__.values()}
     unknown = set(f) - known
     if unknown:

@@ -1,7 +1,7 @@
-"""Make models and motions in code: ``ModelBuilder`` → ``Model``, ``MotionBuilder`` → ``Motion``.
+"""Make models in code: ``ModelBuilder`` → ``Model`` (motions: ``mmdkit.animation.builder``).
 
 In: Python values (names, positions as sequences or numpy arrays). Out: the same frozen,
-validated ``Model``/``Motion`` the readers give (``build()`` runs ``build_model``), ready for
+validated ``Model`` the readers give (``build()`` runs ``build_model``), ready for
 ``mmdkit.save``. Angles are radians, quaternions (x, y, z, w), MMD's left-handed coordinates.
 """
 
@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmdkit.animation.motion import Motion, freeze
 from mmdkit.errors import BuildError
 from mmdkit.model import model as M
-from mmdkit.model.build import build_model
-from mmdkit.text import encode_cp932
+from mmdkit.model.build import build_model, check_index
+from mmdkit.model.deform import effective_weights
 
 _SHAPES = {"sphere": 0, "box": 1, "capsule": 2}
-_LINEAR = (20, 20, 107, 107)  # x1, y1, x2, y2 of a straight line in 0..127 units
 
 
-def _v(x, n, what="value"):
+def float_vector(x, n: int, what: str = "value") -> np.ndarray:
+    """``x`` (any sequence of ``n`` numbers) → (n,) float32; ``BuildError`` naming ``what`` otherwise."""
     a = np.asarray(x, np.float32).reshape(-1)
     if a.shape != (n,):
         raise BuildError(f"{what} needs {n} numbers, got {np.shape(x)}")
@@ -63,12 +62,13 @@ class ModelBuilder:
         fl |= M.BONE_LOCAL_AXIS if local_axis is not None else 0
         lx, lz = (np.zeros(3, np.float32),) * 2
         if local_axis is not None:
-            lx, lz = _v(local_axis[0], 3, "local_axis x"), _v(local_axis[1], 3, "local_axis z")
+            lx, lz = float_vector(local_axis[0], 3, "local_axis x"), float_vector(local_axis[1], 3, "local_axis z")
         self._bones.append(dict(
-            name=name, name_en=name_en, position=_v(position, 3, "position"), parent=int(parent), layer=int(layer),
-            flags=fl, tail_index=int(tail_bone), tail_offset=_v(tail_offset, 3, "tail_offset"),
+            name=name, name_en=name_en, position=float_vector(position, 3, "position"), parent=int(parent),
+            layer=int(layer),
+            flags=fl, tail_index=int(tail_bone), tail_offset=float_vector(tail_offset, 3, "tail_offset"),
             append_parent=int(append_parent), append_ratio=float(append_ratio),
-            fixed_axis=np.zeros(3, np.float32) if fixed_axis is None else _v(fixed_axis, 3, "fixed_axis"),
+            fixed_axis=np.zeros(3, np.float32) if fixed_axis is None else float_vector(fixed_axis, 3, "fixed_axis"),
             local_x=lx, local_z=lz))
         return len(self._bones) - 1
 
@@ -78,11 +78,10 @@ class ModelBuilder:
         rows = []
         for ln in links:
             if isinstance(ln, (tuple, list)):
-                rows.append((int(ln[0]), True, _v(ln[1], 3, "IK lower"), _v(ln[2], 3, "IK upper")))
+                rows.append((int(ln[0]), True, float_vector(ln[1], 3, "IK lower"), float_vector(ln[2], 3, "IK upper")))
             else:
                 rows.append((int(ln), False, np.zeros(3, np.float32), np.zeros(3, np.float32)))
-        if not 0 <= ik_bone < len(self._bones):
-            raise BuildError(f"IK bone {ik_bone} does not exist", section="ik_bone")
+        check_index(np.array([ik_bone]), 0, len(self._bones), "IK bone", section="add_ik")
         self._bones[ik_bone]["flags"] |= M.BONE_IK
         self._iks.append((int(ik_bone), int(target_bone), int(loop_count), float(limit_angle), rows))
         return len(self._iks) - 1
@@ -110,9 +109,11 @@ class ModelBuilder:
         else:
             shared, ti = False, self._texture(str(toon))
         self._materials.append(dict(
-            name=name, name_en=name_en, diffuse=_v(diffuse, 4, "diffuse"), specular=_v(specular, 3, "specular"),
-            power=float(specular_power), ambient=_v(ambient, 3, "ambient"), flags=fl,
-            edge_color=_v(edge_color, 4, "edge_color"), edge_size=float(edge_size), tex=self._texture(texture),
+            name=name, name_en=name_en, diffuse=float_vector(diffuse, 4, "diffuse"),
+            specular=float_vector(specular, 3, "specular"),
+            power=float(specular_power), ambient=float_vector(ambient, 3, "ambient"), flags=fl,
+            edge_color=float_vector(edge_color, 4, "edge_color"), edge_size=float(edge_size),
+            tex=self._texture(texture),
             sphere=self._texture(sphere), sphere_mode=int(sphere_mode) if sphere is not None else 0,
             toon_shared=shared, toon=ti, memo=memo))
         return len(self._materials) - 1
@@ -127,8 +128,7 @@ class ModelBuilder:
         nrm = np.asarray(normals, np.float32).reshape(n, 3)
         uv = np.asarray(uvs, np.float32).reshape(n, 2)
         fc = np.asarray(faces, np.int64).reshape(-1, 3)
-        if fc.size and (fc.min() < 0 or fc.max() >= n):
-            raise BuildError(f"face vertex ids must be in [0, {n})", section="add_mesh faces")
+        check_index(fc, 0, n, "face vertex ids", section="add_mesh faces")
         bi = np.asarray(bone_index, np.int32)
         bi4 = np.zeros((n, 4), np.int32)
         bw4 = np.zeros((n, 4), np.float32)
@@ -148,9 +148,7 @@ class ModelBuilder:
             two = (bw4[:, 2:] == 0).all(axis=1) & np.isclose(bw4[:, 0] + bw4[:, 1], 1)
             inferred = np.where(only0, M.DEFORM_BDEF1, np.where(two, M.DEFORM_BDEF2, M.DEFORM_BDEF4)).astype(np.uint8)
         d = inferred if deform is None else np.broadcast_to(np.asarray(deform, np.uint8), (n,)).copy()
-        two = (d == M.DEFORM_BDEF2) | (d == M.DEFORM_SDEF)
-        bw4[two, 1] = np.float32(1) - bw4[two, 0]
-        bw4[two, 2:] = 0
+        bw4 = effective_weights(d, bw4)
         es = np.ones(n, np.float32) if edge_scale is None else np.broadcast_to(np.asarray(edge_scale, np.float32), (n,))
         v0 = self._nv
         self._meshes.append((int(material), dict(p=p, n=nrm, uv=uv, bi=bi4, bw=bw4, d=d, es=es), fc + v0))
@@ -189,7 +187,8 @@ class ModelBuilder:
         unknown = set(values) - set(sizes)
         if unknown:
             raise BuildError(f"unknown material morph values {sorted(unknown)}", section="add_material_morph")
-        row = {k: (_v(values[k], n, k) if k in values else np.full(n, ident, np.float32)) for k, n in sizes.items()}
+        row = {k: (float_vector(values[k], n, k) if k in values else np.full(n, ident, np.float32))
+               for k, n in sizes.items()}
         row = {k: v.reshape(1, -1) if sizes[k] > 1 else v.reshape(1) for k, v in row.items()}
         row.update(material=np.array([material], np.int32), op=np.array([op], np.uint8))
         return self._morph(name, panel, M.MORPH_MATERIAL, "material", row, name_en)
@@ -213,8 +212,9 @@ class ModelBuilder:
         shape = _SHAPES.get(shape, shape) if isinstance(shape, str) else int(shape)
         if shape not in (0, 1, 2):
             raise BuildError(f"unknown rigid body shape {shape!r}", section="add_rigid_body")
-        self._bodies.append(dict(name=name, name_en=name_en, bone=int(bone), shape=shape, size=_v(size, 3, "size"),
-                                 position=_v(position, 3, "position"), rotation=_v(rotation, 3, "rotation"),
+        self._bodies.append(dict(name=name, name_en=name_en, bone=int(bone), shape=shape,
+                                 size=float_vector(size, 3, "size"), position=float_vector(position, 3, "position"),
+                                 rotation=float_vector(rotation, 3, "rotation"),
                                  mass=mass, mode=int(mode), group=int(group), mask=int(collide_mask) & 0xFFFF,
                                  lin=linear_damping, ang=angular_damping, rest=restitution, fric=friction))
         return len(self._bodies) - 1
@@ -225,7 +225,7 @@ class ModelBuilder:
         vals = [position, rotation, translation_lower, translation_upper, rotation_lower, rotation_upper,
                 spring_translation, spring_rotation]
         self._joints.append(dict(name=name, name_en=name_en, a=int(body_a), b=int(body_b),
-                                 v=np.stack([_v(x, 3, "joint vector") for x in vals])))
+                                 v=np.stack([float_vector(x, 3, "joint vector") for x in vals])))
         return len(self._joints) - 1
 
     # --- build ------------------------------------------------------------------------------
@@ -233,7 +233,17 @@ class ModelBuilder:
         """The Model fields this builder describes (before validation)."""
         f: dict = dict(name=self.name, name_en=self.name_en, comment=self.comment, comment_en=self.comment_en,
                        source_format="built", source_path="")
-        # meshes: faces grouped by material (stable), vertices in insertion order
+        self._mesh_fields(f)
+        self._material_fields(f)
+        self._bone_fields(f)
+        self._ik_fields(f)
+        self._morph_fields(f)
+        self._physics_fields(f)
+        f["display_frames"] = self._display_frames()
+        return f
+
+    def _mesh_fields(self, f):
+        """Vertices in insertion order; faces grouped by material (stable), with the ranges."""
         nm = len(self._materials)
         if self._meshes:
             cat = lambda k: np.concatenate([m[1][k] for m in self._meshes])  # noqa: E731
@@ -243,9 +253,8 @@ class ModelBuilder:
         else:
             f["vertex_position"] = np.zeros((0, 3), np.float32)
         f["vertex_additional_uv"] = np.zeros((self._nv, 0, 4), np.float32)
-        for mi, _, _ in self._meshes:
-            if not 0 <= mi < nm:
-                raise BuildError(f"mesh uses material {mi}, only {nm} exist", section="add_mesh")
+        check_index(np.array([mi for mi, _, _ in self._meshes], np.int64), 0, nm, "mesh material",
+                    section="add_mesh")
         faces = [np.zeros((0, 3), np.int64)]
         per = np.zeros(nm + 1, np.int64)
         for m in range(nm):
@@ -254,6 +263,8 @@ class ModelBuilder:
             faces += fm
         f["face_vertex_index"] = np.concatenate(faces).astype(np.int32)
         f["material_face_start"] = np.cumsum(per).astype(np.int32)
+
+    def _material_fields(self, f):
         mats = self._materials
         col = lambda k, dt=np.float32: np.array([m[k] for m in mats], dt)  # noqa: E731
         f.update(texture_path=tuple(self._textures), material_name=tuple(m["name"] for m in mats),
@@ -265,6 +276,8 @@ class ModelBuilder:
                      material_edge_size=col("edge_size"), material_texture_index=col("tex", np.int32),
                      material_sphere_index=col("sphere", np.int32), material_sphere_mode=col("sphere_mode", np.uint8),
                      material_toon_shared=col("toon_shared", bool), material_toon_index=col("toon", np.int32))
+
+    def _bone_fields(self, f):
         bones = self._bones
         bcol = lambda k, dt=np.float32: np.array([b[k] for b in bones], dt)  # noqa: E731
         f.update(bone_name=tuple(b["name"] for b in bones), bone_name_en=tuple(b["name_en"] for b in bones))
@@ -279,20 +292,25 @@ class ModelBuilder:
                      bone_append_parent=bcol("append_parent", np.int32), bone_append_ratio=bcol("append_ratio"),
                      bone_fixed_axis=bcol("fixed_axis"), bone_local_axis_x=bcol("local_x"),
                      bone_local_axis_z=bcol("local_z"), bone_ik=bik)
-        links = [ln for ik in self._iks for ln in ik[4]]
-        f.update(ik_bone=np.array([ik[0] for ik in self._iks], np.int32),
-                 ik_target=np.array([ik[1] for ik in self._iks], np.int32),
-                 ik_loop_count=np.array([ik[2] for ik in self._iks], np.int32),
-                 ik_limit_angle=np.array([ik[3] for ik in self._iks], np.float32),
-                 ik_link_start=np.concatenate([[0], np.cumsum([len(ik[4]) for ik in self._iks])]).astype(np.int32),
+
+    def _ik_fields(self, f):
+        iks = self._iks
+        links = [ln for ik in iks for ln in ik[4]]
+        f.update(ik_bone=np.array([ik[0] for ik in iks], np.int32),
+                 ik_target=np.array([ik[1] for ik in iks], np.int32),
+                 ik_loop_count=np.array([ik[2] for ik in iks], np.int32),
+                 ik_limit_angle=np.array([ik[3] for ik in iks], np.float32),
+                 ik_link_start=np.concatenate([[0], np.cumsum([len(ik[4]) for ik in iks])]).astype(np.int32),
                  ik_link_bone=np.array([ln[0] for ln in links], np.int32),
                  ik_link_has_limit=np.array([ln[1] for ln in links], bool),
                  ik_link_lower=np.array([ln[2] for ln in links], np.float32).reshape(-1, 3),
                  ik_link_upper=np.array([ln[3] for ln in links], np.float32).reshape(-1, 3))
-        self._morph_fields(f)
+
+    def _physics_fields(self, f):
         bodies = self._bodies
         rc = lambda k, dt=np.float32: np.array([b[k] for b in bodies], dt)  # noqa: E731
-        f.update(rigid_body_name=tuple(b["name"] for b in bodies), rigid_body_name_en=tuple(b["name_en"] for b in bodies))
+        f.update(rigid_body_name=tuple(b["name"] for b in bodies),
+                 rigid_body_name_en=tuple(b["name_en"] for b in bodies))
         if bodies:
             f.update(rigid_body_bone=rc("bone", np.int32), rigid_body_group=rc("group", np.uint8),
                      rigid_body_collide_mask=rc("mask", np.uint16), rigid_body_shape=rc("shape", np.uint8),
@@ -309,15 +327,17 @@ class ModelBuilder:
                      joint_rotation=v[:, 1], joint_translation_lower=v[:, 2], joint_translation_upper=v[:, 3],
                      joint_rotation_lower=v[:, 4], joint_rotation_upper=v[:, 5], joint_spring_translation=v[:, 6],
                      joint_spring_rotation=v[:, 7])
-        if self.display_frames is None:
-            frames = [("Root", "Root", 1, ((False, 0),) if bones else ()),
-                      ("表情", "Exp", 1, tuple((True, i) for i in range(len(self._morphs))))]
-            if len(bones) > 1:
-                frames.append(("ボーン", "Bones", 0, tuple((False, i) for i in range(1, len(bones)))))
-            f["display_frames"] = tuple(frames)
-        else:
-            f["display_frames"] = tuple(self.display_frames)
-        return f
+
+    def _display_frames(self) -> tuple:
+        """``display_frames`` as set, else 'Root' (bone 0), '表情' (all morphs), 'ボーン' (other bones)."""
+        if self.display_frames is not None:
+            return tuple(self.display_frames)
+        nb = len(self._bones)
+        frames = [("Root", "Root", 1, ((False, 0),) if nb else ()),
+                  ("表情", "Exp", 1, tuple((True, i) for i in range(len(self._morphs))))]
+        if nb > 1:
+            frames.append(("ボーン", "Bones", 0, tuple((False, i) for i in range(1, nb))))
+        return tuple(frames)
 
     def _morph_fields(self, f):
         n = len(self._morphs)
@@ -332,7 +352,8 @@ class ModelBuilder:
         for t, keys in cols.items():
             rows = [m[5] for m in self._morphs if m[4] == t]
             counts = np.array([len(m[5][keys[0]]) if m[4] == t else 0 for m in self._morphs], np.int64)
-            f[f"{t}_morph_start"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32) if n else np.zeros(1, np.int32)
+            f[f"{t}_morph_start"] = (np.concatenate([[0], np.cumsum(counts)]).astype(np.int32) if n
+                                     else np.zeros(1, np.int32))
             for k in keys:
                 if rows:
                     f[f"{t}_morph_{k}"] = np.concatenate([r[k] for r in rows])
@@ -340,131 +361,3 @@ class ModelBuilder:
     def build(self) -> M.Model:
         """Validate and return the frozen ``Model`` (``BuildError`` names the bad field/row)."""
         return build_model(self.fields())
-
-
-def interpolation_block(curves=None, physics: bool = True) -> np.ndarray:
-    """VMD bone interpolation bytes (64,) uint8 from ``curves``: None (linear) or a dict with
-    keys 'x', 'y', 'z', 'r' (missing = linear), each (x1, y1, x2, y2) in 0..127. Laid out as MMD
-    writes it: row k = the 16-byte sequence shifted by k; row 0 bytes 2–3 hold the physics
-    flag ((0, 0) on, (99, 15) off)."""
-    curves = curves or {}
-    ch = [tuple(int(v) for v in curves.get(k, _LINEAR)) for k in ("x", "y", "z", "r")]
-    for c in ch:
-        if len(c) != 4 or min(c) < 0 or max(c) > 127:
-            raise BuildError(f"interpolation curve {c} must be 4 values in 0..127", section="interpolation")
-    seq = [ch[c][j] for j in range(4) for c in range(4)]  # x1 of X,Y,Z,R; y1 ...; x2 ...; y2 ...
-    tail = [1, 0, 0]
-    rows = [seq[k:] + tail[:k] for k in range(4)]
-    block = np.array(rows, np.uint8).reshape(64)
-    block[2:4] = (0, 0) if physics else (99, 15)
-    return block
-
-
-def camera_interpolation_block(curves=None) -> np.ndarray:
-    """VMD camera interpolation bytes (24,) uint8: 6 channels (x, y, z, rotation, distance,
-    fov), each stored as x1, x2, y1, y2; ``curves`` dict of (x1, y1, x2, y2), missing = linear."""
-    curves = curves or {}
-    out = []
-    for k in ("x", "y", "z", "r", "d", "fov"):
-        x1, y1, x2, y2 = curves.get(k, _LINEAR)
-        out += [x1, x2, y1, y2]
-    return np.array(out, np.uint8)
-
-
-class MotionBuilder:
-    """Collects keys; ``build()`` → ``Motion`` (tracks in first-seen order, keys in add order)."""
-
-    def __init__(self, model_name: str = ""):
-        self.model_name = model_name
-        self._bone: list[tuple] = []
-        self._morph: list[tuple] = []
-        self._camera: list[tuple] = []
-        self._light: list[tuple] = []
-        self._shadow: list[tuple] = []
-        self._prop: list[tuple] = []
-
-    def add_bone_key(self, name, frame, translation=(0, 0, 0), rotation=(0, 0, 0, 1), interpolation=None,
-                     *, physics=True):
-        """``interpolation``: None (linear), raw (64,) uint8 block, or dict of curves (see
-        ``interpolation_block``); ``physics=False`` turns the bone's body off from this key."""
-        if interpolation is None or isinstance(interpolation, dict):
-            ip = interpolation_block(interpolation, physics)
-        else:
-            ip = np.asarray(interpolation, np.uint8).reshape(64).copy()
-            if not physics:
-                ip[2:4] = (99, 15)
-        self._bone.append((name, int(frame), _v(translation, 3, "translation"), _v(rotation, 4, "rotation"), ip))
-
-    def add_morph_key(self, name, frame, weight):
-        self._morph.append((name, int(frame), float(weight)))
-
-    def add_camera_key(self, frame, distance, position, rotation, fov=30, perspective=True, interpolation=None):
-        ip = camera_interpolation_block(interpolation if isinstance(interpolation, dict) else None) \
-            if interpolation is None or isinstance(interpolation, dict) else np.asarray(interpolation, np.uint8).reshape(24)
-        self._camera.append((int(frame), float(distance), _v(position, 3, "position"), _v(rotation, 3, "rotation"),
-                             ip, int(fov), 0 if perspective else 1))
-
-    def add_light_key(self, frame, color, direction):
-        self._light.append((int(frame), _v(color, 3, "color"), _v(direction, 3, "direction")))
-
-    def add_shadow_key(self, frame, mode=1, distance=0.0):
-        self._shadow.append((int(frame), int(mode), float(distance)))
-
-    def add_property_key(self, frame, visible=True, ik=None):
-        self._prop.append((int(frame), 1 if visible else 0, dict(ik or {})))
-
-    @staticmethod
-    def _tracks(names):
-        idx: dict = {}
-        track = np.array([idx.setdefault(n, len(idx)) for n in names], np.int32)
-        uniq = tuple(idx)
-        return track, uniq, tuple(encode_cp932(n) for n in uniq)
-
-    def build(self) -> Motion:
-        f: dict = dict(model_name=self.model_name, model_name_bytes=encode_cp932(self.model_name))
-        b = self._bone
-        tr, names, raw = self._tracks([k[0] for k in b])
-        ip = np.array([k[4] for k in b], np.uint8).reshape(-1, 64)
-        from mmdkit.formats.vmd import bone_key_physics
-
-        f.update(bone_track_name=names, bone_track_name_bytes=raw, bone_key_track=tr,
-                 bone_key_frame=np.array([k[1] for k in b], np.uint32),
-                 bone_key_translation=np.array([k[2] for k in b], np.float32).reshape(-1, 3),
-                 bone_key_rotation=np.array([k[3] for k in b], np.float32).reshape(-1, 4),
-                 bone_key_interpolation=ip, bone_key_physics=bone_key_physics(ip))
-        m = self._morph
-        tr, names, raw = self._tracks([k[0] for k in m])
-        f.update(morph_track_name=names, morph_track_name_bytes=raw, morph_key_track=tr,
-                 morph_key_frame=np.array([k[1] for k in m], np.uint32),
-                 morph_key_weight=np.array([k[2] for k in m], np.float32))
-        c = self._camera
-        f.update(camera_key_frame=np.array([k[0] for k in c], np.uint32),
-                 camera_key_distance=np.array([k[1] for k in c], np.float32),
-                 camera_key_position=np.array([k[2] for k in c], np.float32).reshape(-1, 3),
-                 camera_key_rotation=np.array([k[3] for k in c], np.float32).reshape(-1, 3),
-                 camera_key_interpolation=np.array([k[4] for k in c], np.uint8).reshape(-1, 24),
-                 camera_key_fov=np.array([k[5] for k in c], np.uint32),
-                 camera_key_perspective=np.array([k[6] for k in c], np.uint8))
-        lt = self._light
-        f.update(light_key_frame=np.array([k[0] for k in lt], np.uint32),
-                 light_key_color=np.array([k[1] for k in lt], np.float32).reshape(-1, 3),
-                 light_key_direction=np.array([k[2] for k in lt], np.float32).reshape(-1, 3))
-        s = self._shadow
-        f.update(shadow_key_frame=np.array([k[0] for k in s], np.uint32),
-                 shadow_key_mode=np.array([k[1] for k in s], np.uint8),
-                 shadow_key_distance=np.array([k[2] for k in s], np.float32))
-        p = self._prop
-        ik_idx: dict = {}
-        ptrack, pon, start = [], [], [0]
-        for _, _, ik in p:
-            for name, on in ik.items():
-                ptrack.append(ik_idx.setdefault(name, len(ik_idx)))
-                pon.append(1 if on else 0)
-            start.append(len(ptrack))
-        f.update(property_key_frame=np.array([k[0] for k in p], np.uint32),
-                 property_key_visible=np.array([k[1] for k in p], np.uint8),
-                 property_ik_name=tuple(ik_idx), property_ik_name_bytes=tuple(encode_cp932(n) for n in ik_idx),
-                 property_ik_start=np.array(start, np.int32), property_ik_track=np.array(ptrack, np.int32),
-                 property_ik_enabled=np.array(pon, np.uint8))
-        f["source_extras"] = {"format": "built"}
-        return freeze(Motion(**f))
