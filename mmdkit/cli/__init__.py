@@ -8,7 +8,9 @@ it is imported only when used, so ``mmdkit info`` never loads OpenGL or Bullet.
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
+import threading
 
 import click
 
@@ -60,20 +62,45 @@ def cli():
     """
 
 
+class _Terminated(SystemExit):
+    """SIGTERM as an exception: it unwinds through every ``with``/``finally`` (atomic writers
+    remove their temp files) and is not swallowed by ``except Exception``."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated(128 + signum)
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e)
+    if isinstance(e, OSError) and e.filename and e.strerror:
+        text = f"{e.filename}: {e.strerror}"
+    return " ".join(text.split("\n"))
+
+
 def main(argv=None):
-    """Console entry point: runs the group, turning MmdkitError into a one-line message."""
+    """Console entry point: runs the group; the one place errors become messages and exit codes.
+
+    MmdkitError and OSError → ``mmdkit: error: <one line>`` (exit 2); click usage errors → click's
+    usage message (exit 2); Ctrl-C → exit 130; SIGTERM → exit 143 after outputs are cleaned up.
+    """
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
     try:
-        cli.main(args=argv, prog_name="mmdkit", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="mmdkit", standalone_mode=False)
+    except _Terminated as e:
+        click.echo("mmdkit: terminated", err=True)
+        code = e.code
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
-        sys.exit(130)
+        code = 130
     except click.ClickException as e:
         e.show()
-        sys.exit(e.exit_code)
-    except MmdkitError as e:
-        click.echo(f"mmdkit: error: {e}", err=True)
-        sys.exit(2)
-    except OSError as e:
-        click.echo(f"mmdkit: error: {e}", err=True)
-        sys.exit(2)
-    sys.exit(0)
+        code = e.exit_code
+    except (MmdkitError, OSError) as e:
+        click.echo(f"mmdkit: error: {_one_line(e)}", err=True)
+        code = 2
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,61 +1,137 @@
-"""Shared CLI helpers: frame ranges, loading with type checks, atomic npz writes, physics."""
+"""Shared CLI helpers: the one ``--frames`` grammar, typed loading, physics, npz output, VPD options.
+
+In: option strings as typed and loaded objects. Out: validated values (frames (F,) float64,
+Model/Motion/Pose, an MMDPhysics or None) or an ``OptionError`` naming the option and what was
+typed, which ``mmdkit.cli.main`` prints on one line. Output-path checks live in ``_output.py``.
+"""
 
 from __future__ import annotations
 
+import math
 import os
+import re
 
-import click
 import numpy as np
 
+from mmdkit.errors import OptionError, UnavailableError
 
-def parse_frames(spec: str, last: int) -> np.ndarray:
-    """'A:B[:STEP]' (B inclusive, empty = last key frame) or 'N' → (F,) float64 frames."""
-    parts = spec.split(":")
+#: Most frames one command may select (a bound on memory: --frames 0:1e9 is refused, not run).
+MAX_FRAMES = 10_000_000
+
+FRAMES_HELP = ("A:B[:STEP] (B inclusive; empty A = 0, empty B = the motion's last key frame), "
+               "A+N (N frames from A) or N (the single frame N). Fractional frames sample between keys.")
+
+
+def _number(text: str, spec: str, what: str) -> float:
     try:
-        if len(parts) == 1:
-            return np.array([float(parts[0])])
-        a = float(parts[0]) if parts[0] else 0.0
-        b = float(parts[1]) if parts[1] else float(last)
-        step = float(parts[2]) if len(parts) > 2 and parts[2] else 1.0
+        v = float(text)
     except ValueError:
-        raise click.BadParameter(f"'{spec}' is not A:B[:STEP]", param_hint="--frames")
-    if step <= 0 or b < a:
-        raise click.BadParameter(f"'{spec}': need A <= B and STEP > 0", param_hint="--frames")
+        raise OptionError("--frames", f"'{spec}': {what} '{text}' is not a number") from None
+    if not math.isfinite(v):
+        raise OptionError("--frames", f"'{spec}': {what} must be a finite number, not '{text}'")
+    return v
+
+
+def _frame_count(text: str, spec: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise OptionError("--frames", f"'{spec}': the count after '+' must be a whole number") from None
+    if n < 1:
+        raise OptionError("--frames", f"'{spec}': selects no frames (the count must be >= 1)")
+    return n
+
+
+def parse_frames(spec: str, last: float, *, bare_count: bool = False) -> np.ndarray:
+    """``--frames`` as typed → (F,) float64 frames, 1 <= F <= MAX_FRAMES, all finite and >= 0.
+
+    Grammar (the same in every subcommand): ``A:B[:STEP]`` with B inclusive (empty A = 0, empty
+    B = ``last``), ``A+N`` = N consecutive frames from A (``+N`` from 0), ``N`` = the single frame
+    N — except with ``bare_count`` (``bench``, where one frame measures nothing) where ``N``
+    means ``+N``. Raises OptionError('--frames', ...) naming what was typed.
+    """
+    spec = spec.strip()
+    count_form = None if ":" in spec else re.fullmatch(r"(\d*\.?\d*)\+(.*)", spec)
+    if count_form or (bare_count and ":" not in spec):
+        a_text, n_text = count_form.groups() if count_form else ("", spec)
+        a = _number(a_text, spec, "the start") if a_text else 0.0
+        a, b, step = a, a + _frame_count(n_text, spec) - 1, 1.0
+    else:
+        parts = spec.split(":")
+        if len(parts) > 3:
+            raise OptionError("--frames", f"'{spec}' is not A:B[:STEP], A+N or N")
+        a = _number(parts[0], spec, "the start") if parts[0] else 0.0
+        if len(parts) == 1:
+            b = a
+        else:
+            b = _number(parts[1], spec, "the end") if parts[1] else float(last)
+        step = _number(parts[2], spec, "the step") if len(parts) > 2 and parts[2] else 1.0
+    if a < 0:
+        raise OptionError("--frames", f"'{spec}': frames start at 0")
+    if step <= 0:
+        raise OptionError("--frames", f"'{spec}': the step must be > 0")
+    if b < a:
+        raise OptionError("--frames", f"'{spec}': the end {b:g} is before the start {a:g}")
+    count = math.floor((b - a) / step + 0.5) + 1
+    if count > MAX_FRAMES:
+        raise OptionError("--frames", f"'{spec}' selects {count:,} frames; at most {MAX_FRAMES:,} at once")
     return np.arange(a, b + step * 0.5, step)
 
 
-def load_as(path: str, cls, what: str):
+def load_as(path: str, cls, what: str, arg: str = "MODEL"):
+    """``mmdkit.load(path)``, refused with an OptionError naming ``arg`` unless it is a ``cls``."""
     import mmdkit
 
     obj = mmdkit.load(path)
     if not isinstance(obj, cls):
-        raise click.BadParameter(f"{path} is a {type(obj).__name__}, expected a {what}")
+        raise OptionError(arg, f"{path} is a {type(obj).__name__}, expected a {what}")
     return obj
 
 
 def make_physics(model, enabled: bool, **kw):
-    """An MMDPhysics for the model, or None (with a one-line warning if unavailable)."""
-    if not enabled:
+    """An MMDPhysics for the model, or None when disabled or the model has no rigid bodies.
+
+    Raises UnavailableError when physics is asked for but the Bullet extension is missing.
+    """
+    if not enabled or model.num_rigid_bodies == 0:
         return None
     try:
         from mmdkit.physics import MMDPhysics
     except ImportError as e:
-        raise click.ClickException(f"physics is not available ({e}); run scripts/setup.sh or use --no-physics")
+        raise UnavailableError(f"physics is not available ({e}); run scripts/setup.sh or use --no-physics") from None
     return MMDPhysics(model, **kw)
 
 
-def save_npz_atomic(path: str, **arrays) -> None:
-    """Write an .npz to a temp file in the target folder, then rename it into place."""
+def save_npz_atomic(path: str, *, compress: bool = False, **arrays) -> None:
+    """Write an .npz (zip-deflated with ``compress``) to a temp file beside ``path``, then rename
+    it into place."""
     from mmdkit.fileutil import atomic_path
 
     with atomic_path(path, ".npz.part") as tmp:
         with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
+            (np.savez_compressed if compress else np.savez)(f, **arrays)
 
 
 VPD_OPTION_HELP = ("Load a VPD pose onto the motion at a frame, as MMD's load pose + register: "
                    "FILE.vpd@FRAME[:WEIGHT] (weight 0..1 blends from the motion to the pose; "
                    "repeatable), e.g. --vpd hands.vpd@120:0.5")
+
+
+def _vpd_spec(spec: str) -> tuple[str, int, float]:
+    """``FILE.vpd@FRAME[:WEIGHT]`` → (path, frame, weight), or OptionError('--vpd', ...)."""
+    path, _, at = spec.rpartition("@")
+    if not path:
+        raise OptionError("--vpd", f"'{spec}' is not FILE.vpd@FRAME[:WEIGHT]")
+    frame, _, weight = at.partition(":")
+    try:
+        frame_i, weight_f = int(frame), float(weight) if weight else 1.0
+    except ValueError:
+        raise OptionError("--vpd", f"'{spec}': FRAME must be an integer, WEIGHT a number") from None
+    if frame_i < 0 or not 0.0 <= weight_f <= 1.0:
+        raise OptionError("--vpd", f"'{spec}': need FRAME >= 0 and 0 <= WEIGHT <= 1")
+    if not os.path.isfile(path):
+        raise OptionError("--vpd", f"'{spec}': no file {path!r}")
+    return path, frame_i, weight_f
 
 
 def apply_vpd_options(model, motion, specs):
@@ -66,19 +142,7 @@ def apply_vpd_options(model, motion, specs):
     if specs and isinstance(motion, Pose):
         motion = motion_from_pose(motion)
     for spec in specs or ():
-        path, _, at = spec.rpartition("@")
-        if not path:
-            raise click.BadParameter(f"'{spec}' is not FILE.vpd@FRAME[:WEIGHT]", param_hint="--vpd")
-        frame, _, weight = at.partition(":")
-        try:
-            frame_i, weight_f = int(frame), float(weight) if weight else 1.0
-        except ValueError:
-            raise click.BadParameter(f"'{spec}': FRAME must be an integer, WEIGHT a number", param_hint="--vpd")
-        if frame_i < 0 or not 0.0 <= weight_f <= 1.0:
-            raise click.BadParameter(f"'{spec}': need FRAME >= 0 and 0 <= WEIGHT <= 1", param_hint="--vpd")
-        if not os.path.isfile(path):
-            raise click.BadParameter(f"'{spec}': no file {path!r}", param_hint="--vpd")
-        pose = load_as(path, Pose, "pose (.vpd)")
-        motion = apply_pose(model, motion, pose, frame_i, weight=weight_f)
+        path, frame, weight = _vpd_spec(spec)
+        pose = load_as(path, Pose, "pose (.vpd)", arg="--vpd")
+        motion = apply_pose(model, motion, pose, frame, weight=weight)
     return motion
-

@@ -1,7 +1,8 @@
 """`mmdkit bench MODEL MOTION`: per-stage ms/frame of frame-by-frame playback (medians).
 
-In: model, motion, frame count, physics on/off. Out: one line per stage (sample, morph,
-bones_before_physics, physics, bones_after_physics, skinning) plus total, or one JSON object.
+In: model, motion, frames (the common --frames grammar; here a bare N = N frames), physics on/off.
+Out: one line per stage (sample, morph, bones_before_physics, physics, bones_after_physics,
+skinning) plus total, or one JSON object.
 """
 
 from __future__ import annotations
@@ -12,42 +13,23 @@ import time
 import click
 import numpy as np
 
-from mmdkit.cli._common import load_as, make_physics
+from mmdkit.cli._common import FRAMES_HELP, load_as, make_physics, parse_frames
 
 
-@click.command("bench")
-@click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
-@click.argument("motion_path", metavar="MOTION", type=click.Path(exists=True, dir_okay=False))
-@click.option("--frames", "num_frames", default=1000, show_default=True, help="Consecutive frames to run.")
-@click.option("--physics/--no-physics", default=False, show_default=True, help="Include the Bullet stage.")
-@click.option("--skinning/--no-skinning", default=True, show_default=True, help="Include CPU skinning.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def command(model_path, motion_path, num_frames, physics, skinning, as_json):
-    """Run NUM frames the way playback does and print the median ms/frame of each stage.
+def _time_frames(ch, frame_list, skinning: bool, pos, nrm):
+    """Update (and skin) each frame in order; per-stage seconds {stage: (F,)} and the totals (F,)."""
+    from mmdkit.pose import STAGES
 
-    \b
-    Example:
-      mmdkit bench Gene.pmx wavefile_v2.vmd --frames 1000 --physics
-    """
-    from mmdkit import Model, Motion
-    from mmdkit.pose import STAGES, Character
-
-    model = load_as(model_path, Model, "model (.pmx/.pmd)")
-    motion = load_as(motion_path, Motion, "motion (.vmd)")
-    ch = Character(model, motion, make_physics(model, physics))
-    V = model.num_vertices
-    pos = np.empty((V, 3), np.float32)
-    nrm = np.empty((V, 3), np.float32)
-    for f in range(3):  # warm-up: compile kernels, settle physics
-        ch.update(f)
+    F = len(frame_list)
+    for k in range(3, 0, -1):  # warm-up: compile kernels, settle physics on the frames just before
+        ch.update(max(frame_list[0] - k, 0.0))
         if skinning:
             ch.skin(pos, nrm)
-    rows = {s: np.empty(num_frames) for s in STAGES}
-    total = np.empty(num_frames)
-    last = max(motion.last_frame, 1)
-    for i in range(num_frames):
+    rows = {s: np.empty(F) for s in STAGES}
+    total = np.empty(F)
+    for i, f in enumerate(frame_list):
         t0 = time.perf_counter()
-        ch.update(3 + i % last, timed=True)
+        ch.update(f, timed=True)
         t1 = time.perf_counter()
         if skinning:
             ch.skin(pos, nrm)
@@ -56,12 +38,43 @@ def command(model_path, motion_path, num_frames, physics, skinning, as_json):
             rows[s][i] = ch.stage_seconds[s]
         rows["skinning"][i] = t2 - t1
         total[i] = t2 - t0
+    return rows, total
+
+
+@click.command("bench")
+@click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
+@click.argument("motion_path", metavar="MOTION", type=click.Path(exists=True, dir_okay=False))
+@click.option("--frames", default="0+1000", show_default=True,
+              help=f"Frames to time, in order: {FRAMES_HELP} Here a bare N means N frames from 0 (0:N-1): "
+                   "one frame measures nothing.")
+@click.option("--physics/--no-physics", default=False, show_default=True, help="Include the Bullet stage.")
+@click.option("--skinning/--no-skinning", default=True, show_default=True, help="Include CPU skinning.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def command(model_path, motion_path, frames, physics, skinning, as_json):
+    """Play FRAMES the way playback does and print the median ms/frame of each stage.
+
+    \b
+    Examples:
+      mmdkit bench Gene.pmx wavefile_v2.vmd --frames 1000 --physics
+      mmdkit bench Gene.pmx wavefile_v2.vmd --frames 300:1299
+    """
+    from mmdkit import Model, Motion
+    from mmdkit.pose import STAGES, Character
+
+    model = load_as(model_path, Model, "model (.pmx/.pmd)")
+    motion = load_as(motion_path, Motion, "motion (.vmd)", arg="MOTION")
+    frame_list = parse_frames(frames, motion.last_frame, bare_count=True)
+    ch = Character(model, motion, make_physics(model, physics))
+    V = model.num_vertices
+    pos = np.empty((V, 3), np.float32)
+    nrm = np.empty((V, 3), np.float32)
+    rows, total = _time_frames(ch, frame_list, skinning, pos, nrm)
     result = {s: float(np.median(rows[s]) * 1e3) for s in STAGES}
     result["total"] = float(np.median(total) * 1e3)
-    result.update(frames=num_frames, bones=model.num_bones, vertices=V, physics_enabled=bool(physics))
+    result.update(frames=len(frame_list), bones=model.num_bones, vertices=V, physics_enabled=ch.physics is not None)
     if as_json:
         click.echo(json.dumps(result))
         return
-    click.echo(f"{model_path} + {motion_path}: {num_frames} frames, median ms/frame")
+    click.echo(f"{model_path} + {motion_path}: {len(frame_list)} frames, median ms/frame")
     for s in (*STAGES, "total"):
         click.echo(f"  {s:22s} {result[s]:8.4f}")

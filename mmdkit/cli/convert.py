@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import click
 
+from mmdkit.cli._output import check_output, writing
+
 
 @click.command("convert")
 @click.argument("src", type=click.Path(dir_okay=False))
@@ -16,8 +18,10 @@ def command(src, dst):
     """Convert SRC to DST by extension (e.g. model.pmd → model.pmx)."""
     from mmdkit.formats.io import load, save
 
+    check_output(dst, option="DST")
     obj = load(src)
     for w in obj.warnings:
         click.echo(f"mmdkit: warning: {src}: {w}", err=True)
-    save(obj, dst)
+    with writing(dst, option="DST"):
+        save(obj, dst)
     click.echo(f"wrote {dst}")

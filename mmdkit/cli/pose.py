@@ -10,14 +10,15 @@ from __future__ import annotations
 import click
 import numpy as np
 
-from mmdkit.cli._common import VPD_OPTION_HELP, apply_vpd_options, load_as, make_physics, parse_frames, save_npz_atomic
+from mmdkit.cli._common import (FRAMES_HELP, VPD_OPTION_HELP, apply_vpd_options, load_as, make_physics, parse_frames,
+                                save_npz_atomic)
+from mmdkit.cli._output import check_output, writing
 
 
 @click.command("pose")
 @click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
 @click.argument("motion_path", metavar="MOTION", type=click.Path(exists=True, dir_okay=False))
-@click.option("--frames", default="0:", show_default=True,
-              help="A:B[:STEP], B inclusive; empty B = the motion's last key frame.")
+@click.option("--frames", default="0:", show_default=True, help=FRAMES_HELP)
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output .npz file.")
 @click.option("--physics/--no-physics", default=False, show_default=True,
               help="Simulate rigid bodies (Bullet) between the two bone passes.")
@@ -35,8 +36,9 @@ def command(model_path, motion_path, frames, output, physics, vertices, vpd_spec
     from mmdkit import Model, Motion, Pose
     from mmdkit.pose import pose
 
+    check_output(output)
     model = load_as(model_path, Model, "model (.pmx/.pmd)")
-    motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)")
+    motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)", arg="MOTION")
     motion = apply_vpd_options(model, motion, vpd_specs)
     last = motion.last_frame if isinstance(motion, Motion) else 0
     frame_list = parse_frames(frames, last)
@@ -46,6 +48,7 @@ def command(model_path, motion_path, frames, output, physics, vertices, vpd_spec
                   morph_names=np.array(model.morph_name), morph_weight=out["morph_weight"])
     if vertices:
         arrays["vertex_position"] = out["vertex_position"]
-    save_npz_atomic(output, **arrays)
+    with writing(output):
+        save_npz_atomic(output, **arrays)
     click.echo(f"wrote {output}: {len(frame_list)} frames × {model.num_bones} bones"
                + (f", {model.num_vertices} vertices" if vertices else ""))

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import click
 
-from mmdkit.cli._common import VPD_OPTION_HELP, apply_vpd_options, load_as, parse_frames
+from mmdkit.cli._common import FRAMES_HELP, VPD_OPTION_HELP, apply_vpd_options, load_as, parse_frames
+from mmdkit.cli._output import check_output, writing
+from mmdkit.errors import OptionError
 
 
 def _size(value: str):
@@ -18,7 +20,7 @@ def _size(value: str):
             raise ValueError
         return w, h
     except ValueError:
-        raise click.BadParameter(f"'{value}' is not WIDTHxHEIGHT (16..8192)", param_hint="--size")
+        raise OptionError("--size", f"'{value}' is not WIDTHxHEIGHT (16..8192)") from None
 
 
 @click.command("render")
@@ -28,7 +30,7 @@ def _size(value: str):
 @click.option("--camera", "camera_path", type=click.Path(exists=True, dir_okay=False),
               help="A camera motion (.vmd); default: an automatic camera framing the character.")
 @click.option("--physics/--no-physics", default=True, show_default=True, help="Simulate hair/clothes (Bullet).")
-@click.option("--frames", default=None, help="A:B[:STEP], B inclusive (default: the whole motion).")
+@click.option("--frames", default=None, help=f"{FRAMES_HELP} Default: the whole motion.")
 @click.option("--size", default=None, help="WIDTHxHEIGHT [default: 1280x720; demo 640x360].")
 @click.option("--fps", default=30.0, show_default=True, help="Output frame rate (MMD motions are 30 fps).")
 @click.option("--msaa", default=4, show_default=True,
@@ -66,9 +68,9 @@ def command(model_path, motion_path, demo, camera_path, physics, frames, size, f
         size = size or "640x360"
     else:
         if not model_path or not motion_path:
-            raise click.UsageError("give MODEL and MOTION, or --demo")
+            raise OptionError("MODEL MOTION", "give both, or --demo")
         model = load_as(model_path, Model, "model (.pmx/.pmd)")
-        motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)")
+        motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)", arg="MOTION")
         still = isinstance(motion, Pose)
         if still:  # a pose: one key at frame 0, one picture unless --frames says otherwise
             from mmdkit.animation.vpd import motion_from_pose
@@ -76,13 +78,16 @@ def command(model_path, motion_path, demo, camera_path, physics, frames, size, f
             motion = motion_from_pose(motion)
             frames = frames or "0"
     motion = apply_vpd_options(model, motion, vpd_specs)
-    camera = load_as(camera_path, Motion, "camera motion (.vmd)") if camera_path else None
+    camera = load_as(camera_path, Motion, "camera motion (.vmd)", arg="--camera") if camera_path else None
     last = max(motion.last_frame, camera.last_frame if camera is not None else 0)
-    frame_list = parse_frames(frames, last) if frames else None
+    frame_list = parse_frames(frames or "0:", max(last, 1))
     if crowd < 1:
-        raise click.BadParameter("must be >= 1", param_hint="--crowd")
-    stats = render_motion(model, motion, output, frames=frame_list, camera=camera, size=_size(size or "1280x720"),
-                          fps=fps, msaa=msaa, physics=physics, crowd=crowd, audio=audio, palette_size=palette_size,
-                          ground_shadow=ground_shadow, self_shadow=self_shadow,
-                          warn=lambda m: click.echo(f"warning: {m}", err=True))
+        raise OptionError("--crowd", f"must be >= 1, got {crowd}")
+    check_output(output, folder_ok=True, make_parents=True)
+    with writing(output):
+        stats = render_motion(model, motion, output, frames=frame_list, camera=camera,
+                              size=_size(size or "1280x720"),
+                              fps=fps, msaa=msaa, physics=physics, crowd=crowd, audio=audio,
+                              palette_size=palette_size, ground_shadow=ground_shadow, self_shadow=self_shadow,
+                              warn=lambda m: click.echo(f"warning: {m}", err=True))
     click.echo(f"wrote {output}: {stats['frames']} frames in {stats['seconds']:.1f} s ({stats['fps']:.1f} frames/s)")
