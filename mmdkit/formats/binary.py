@@ -148,3 +148,30 @@ class BinaryWriter:
 
     def getvalue(self) -> bytes:
         return b"".join(self.parts)
+
+
+_CODES = {"B": "u1", "b": "i1", "H": "<u2", "h": "<i2", "I": "<u4", "i": "<i4", "f": "<f4"}
+
+
+def record(fields, index_dtypes: dict | None = None) -> np.dtype:
+    """One record layout, shared by a format's reader and writer: rows ``(name, code, count)``
+    → a packed little-endian numpy dtype. ``code`` is a struct letter (B b H h I i f) or a key
+    of ``index_dtypes`` (e.g. 'bone' → '<i2' for a file's index size); ``count`` is 1 (a
+    scalar), n, or a shape tuple."""
+    out = []
+    for name, code, count in fields:
+        dt = _CODES[code] if code in _CODES else index_dtypes[code]
+        out.append((name, dt) if count == 1 else (name, dt, count))
+    return np.dtype(out)
+
+
+def join_records(chunks: list, dtype: np.dtype) -> np.ndarray:
+    """Raw fixed-size records read one by one (between variable-size fields) → (n,) array."""
+    return np.frombuffer(b"".join(chunks), dtype, len(chunks))
+
+
+def record_bytes(rec: np.ndarray) -> list:
+    """(n,) structured array → n ``bytes`` objects, one per record, to interleave with text."""
+    b = rec.tobytes()
+    s = rec.dtype.itemsize
+    return [b[i * s:(i + 1) * s] for i in range(len(rec))]

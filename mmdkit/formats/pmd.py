@@ -698,3 +698,8 @@ def write_pmd(model) -> bytes:
     if ex.get("trailing"):
         w.raw(ex["trailing"])
     return w.getvalue()
+
+
+def load_pmd(data: bytes, path: str = ""):
+    from mmdkit.model.build import build_model
+    return build_model(read_pmd(data, path))
