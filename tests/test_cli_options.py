@@ -88,3 +88,58 @@ def test_output_in_a_missing_folder_names_the_path_typed(capsys, assets, tmp_pat
                            "--frames", "0", "-o", out)
     assert_one_line_error(code, err, str(out), "does not exist")
     assert ".part" not in err
+
+
+def _wav(path, seconds=0.5, rate=8000):
+    import wave
+
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(b"\0\0" * int(seconds * rate))
+    return path
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["--msaa", "3"], ["--msaa", "got 3"]), (["--msaa", "-4"], ["--msaa", "got -4"]),
+    (["--fps", "-5"], ["--fps", "got -5"]), (["--fps", "nan"], ["--fps", "got nan"]),
+    (["--fps", "0"], ["--fps", "got 0"]), (["--fps", "inf"], ["--fps"]),
+    (["--palette", "0"], ["--palette", "got 0"]), (["--crowd", "100000"], ["--crowd", "from 1 to 100", "100000"]),
+    (["--crowd", "0"], ["--crowd", "got 0"]), (["--size", "10x10"], ["--size", "10x10"]),
+])
+def test_render_options_out_of_range_are_one_line_errors(capsys, tmp_path, args, needles):
+    code, _, err = run_cli(capsys, "render", "--demo", "--frames", "0", *args, "-o", tmp_path / "d.mp4")
+    assert_one_line_error(code, err, *needles)
+    assert not list(tmp_path.iterdir())
+
+
+def test_render_demo_with_a_model_is_refused(capsys, assets, tmp_path):
+    gene = assets / "gene" / "Gene.pmx"
+    code, _, err = run_cli(capsys, "render", "--demo", gene, assets / "wavefile" / "wavefile_v2.vmd",
+                           "-o", tmp_path / "d.mp4")
+    assert_one_line_error(code, err, "--demo", "Gene.pmx")
+
+
+def test_render_audio_must_be_audio_and_go_into_a_video(capsys, assets, tmp_path):
+    not_audio = tmp_path / "notes.txt"
+    not_audio.write_text("not a sound\n")
+    code, _, err = run_cli(capsys, "render", "--demo", "--audio", not_audio, "-o", tmp_path / "d.mp4")
+    assert_one_line_error(code, err, "--audio", "notes.txt", "not an audio file")
+    song = _wav(tmp_path / "song.wav")
+    code, _, err = run_cli(capsys, "render", "--demo", "--audio", song, "-o", tmp_path / "frames")
+    assert_one_line_error(code, err, "--audio", "frames", "no sound")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "song.wav"]
+
+
+def test_write_errors_name_the_path_typed_not_the_temp_file(capsys, assets, tmp_path):
+    from mmdkit.cli._output import writing
+
+    with pytest.raises(OptionError, match="out.mp4: No space left") as e:
+        with writing("out.mp4"):
+            raise OSError(28, "No space left on device", str(tmp_path / ".out.mp4.k2j4.mp4.part"))
+    assert ".part" not in str(e.value)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _, err = run_cli(capsys, "render", "--demo", "--frames", "0", "-o", blocker / "frames")
+    assert_one_line_error(code, err, str(blocker / "frames"), "not a folder")

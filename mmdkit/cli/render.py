@@ -6,11 +6,23 @@ audio. Out: the video/frames, written atomically, with a progress bar and a summ
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from mmdkit.cli._common import FRAMES_HELP, VPD_OPTION_HELP, apply_vpd_options, load_as, parse_frames
 from mmdkit.cli._output import check_output, writing
 from mmdkit.errors import OptionError
+
+
+#: MSAA sample counts GL framebuffers take (0 and 1 = off).
+MSAA_CHOICES = (0, 1, 2, 4, 8, 16)
+#: Most characters in one crowd: each has its own pose state and physics world.
+MAX_CROWD = 100
+#: Largest --palette: 16 KB, the smallest uniform block OpenGL guarantees, holds 256 matrices.
+MAX_PALETTE = 256
+#: Outputs that can carry an --audio track.
+AUDIO_OUTPUTS = (".mp4",)
 
 
 def _size(value: str):
@@ -21,6 +33,63 @@ def _size(value: str):
         return w, h
     except ValueError:
         raise OptionError("--size", f"'{value}' is not WIDTHxHEIGHT (16..8192)") from None
+
+
+def _check_audio(audio: str, output: str) -> None:
+    """Refuse --audio for an output without sound, or a file without an audio stream."""
+    if not output.lower().endswith(AUDIO_OUTPUTS):
+        raise OptionError("--audio", f"{output} is PNG frames, which hold no sound; write an .mp4 to add audio")
+    import av
+
+    try:
+        with av.open(audio) as src:
+            has_audio = any(st.type == "audio" for st in src.streams)
+    except (av.error.FFmpegError, OSError, ValueError) as e:
+        raise OptionError("--audio", f"{audio} is not an audio file ({e})") from None
+    if not has_audio:
+        raise OptionError("--audio", f"{audio} has no audio stream")
+
+
+def _check_options(demo, model_path, fps, msaa, crowd, palette_size, audio, output) -> None:
+    """Every render option checked before anything is loaded: OptionError naming the first bad one."""
+    if demo and model_path:
+        raise OptionError("--demo", f"renders the built-in character; give either --demo or MODEL MOTION, "
+                                    f"not both (got {model_path})")
+    if not math.isfinite(fps) or not 1 <= fps <= 1000:
+        raise OptionError("--fps", f"must be a number of frames per second from 1 to 1000, got {fps:g}")
+    if msaa not in MSAA_CHOICES:
+        raise OptionError("--msaa", f"must be one of {', '.join(map(str, MSAA_CHOICES))} samples, got {msaa}")
+    if not 1 <= crowd <= MAX_CROWD:
+        raise OptionError("--crowd", f"must be from 1 to {MAX_CROWD} characters, got {crowd}")
+    if palette_size is not None and not 1 <= palette_size <= MAX_PALETTE:
+        raise OptionError("--palette", f"must be from 1 to {MAX_PALETTE} bones (leave it out to skin "
+                                       f"through the bone texture), got {palette_size}")
+    if audio:
+        _check_audio(audio, output)
+
+
+def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames):
+    """(model, motion, camera or None, frames (F,)) from the arguments as typed (or the demo's)."""
+    from mmdkit import Model, Motion, Pose
+
+    if demo:
+        from mmdkit.demo import demo_model, demo_motion
+
+        model, motion = demo_model(), demo_motion()
+    elif not model_path or not motion_path:
+        raise OptionError("MODEL MOTION", "give both, or --demo")
+    else:
+        model = load_as(model_path, Model, "model (.pmx/.pmd)")
+        motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)", arg="MOTION")
+    if isinstance(motion, Pose):  # a pose: one key at frame 0, one picture unless --frames says otherwise
+        from mmdkit.animation.vpd import motion_from_pose
+
+        motion = motion_from_pose(motion)
+        frames = frames or "0"
+    motion = apply_vpd_options(model, motion, vpd_specs)
+    camera = load_as(camera_path, Motion, "camera motion (.vmd)", arg="--camera") if camera_path else None
+    last = max(motion.last_frame, camera.last_frame if camera is not None else 0)
+    return model, motion, camera, parse_frames(frames or "0:", max(last, 1))
 
 
 @click.command("render")
@@ -58,36 +127,15 @@ def command(model_path, motion_path, demo, camera_path, physics, frames, size, f
       mmdkit render Gene.pmx wavefile_v2.vmd --frames 0:300 -o gene.mp4
       mmdkit render Gene.pmx wavefile_v2.vmd --camera cam.vmd --size 1920x1080 -o out/
     """
-    from mmdkit import Model, Motion, Pose
     from mmdkit.render.pipeline import render_motion
 
-    if demo:
-        from mmdkit.demo import demo_model, demo_motion
-
-        model, motion = demo_model(), demo_motion()
-        size = size or "640x360"
-    else:
-        if not model_path or not motion_path:
-            raise OptionError("MODEL MOTION", "give both, or --demo")
-        model = load_as(model_path, Model, "model (.pmx/.pmd)")
-        motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)", arg="MOTION")
-        still = isinstance(motion, Pose)
-        if still:  # a pose: one key at frame 0, one picture unless --frames says otherwise
-            from mmdkit.animation.vpd import motion_from_pose
-
-            motion = motion_from_pose(motion)
-            frames = frames or "0"
-    motion = apply_vpd_options(model, motion, vpd_specs)
-    camera = load_as(camera_path, Motion, "camera motion (.vmd)", arg="--camera") if camera_path else None
-    last = max(motion.last_frame, camera.last_frame if camera is not None else 0)
-    frame_list = parse_frames(frames or "0:", max(last, 1))
-    if crowd < 1:
-        raise OptionError("--crowd", f"must be >= 1, got {crowd}")
+    _check_options(demo, model_path, fps, msaa, crowd, palette_size, audio, output)
+    width_height = _size(size or ("640x360" if demo else "1280x720"))
     check_output(output, folder_ok=True, make_parents=True)
+    model, motion, camera, frame_list = _load(demo, model_path, motion_path, camera_path, vpd_specs, frames)
     with writing(output):
-        stats = render_motion(model, motion, output, frames=frame_list, camera=camera,
-                              size=_size(size or "1280x720"),
-                              fps=fps, msaa=msaa, physics=physics, crowd=crowd, audio=audio,
+        stats = render_motion(model, motion, output, frames=frame_list, camera=camera, size=width_height, fps=fps,
+                              msaa=msaa, physics=physics, crowd=crowd, audio=audio,
                               palette_size=palette_size, ground_shadow=ground_shadow, self_shadow=self_shadow,
                               warn=lambda m: click.echo(f"warning: {m}", err=True))
     click.echo(f"wrote {output}: {stats['frames']} frames in {stats['seconds']:.1f} s ({stats['fps']:.1f} frames/s)")
