@@ -1,0 +1,34 @@
+"""Stopping the command line: SIGTERM unwinds like Ctrl-C, so no temp file is left behind."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+
+def _wait_for(pred, timeout=120.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_sigterm_mid_render_leaves_no_temp_file(tmp_path):
+    out = tmp_path / "d.mp4"
+    proc = subprocess.Popen([sys.executable, "-m", "mmdkit", "render", "--demo", "--frames", "0:5000", "--size",
+                             "64x48", "--msaa", "0", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert _wait_for(lambda: any(p.name.endswith(".part") for p in tmp_path.iterdir())), "no temp file appeared"
+        time.sleep(0.5)  # frames are being encoded into the temp file
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "terminated" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
