@@ -143,3 +143,23 @@ def test_write_errors_name_the_path_typed_not_the_temp_file(capsys, assets, tmp_
     blocker.write_text("x")
     code, _, err = run_cli(capsys, "render", "--demo", "--frames", "0", "-o", blocker / "frames")
     assert_one_line_error(code, err, str(blocker / "frames"), "not a folder")
+
+
+def test_an_output_that_is_an_input_is_refused(capsys, assets, tmp_path):
+    import os
+    import shutil
+
+    model = tmp_path / "Gene.pmx"
+    shutil.copy(assets / "gene" / "Gene.pmx", model)
+    dance = tmp_path / "dance.vmd"
+    shutil.copy(assets / "wavefile" / "wavefile_v2.vmd", dance)
+    os.symlink(model, tmp_path / "link.pmx")
+    before = {p.name: p.read_bytes() for p in (model, dance)}
+    for out in (model, tmp_path / "link.pmx", tmp_path / "sub" / ".." / "dance.vmd"):
+        code, _, err = run_cli(capsys, "pose", model, dance, "--frames", "0", "-o", out)
+        assert_one_line_error(code, err, "-o", "is the input file")
+    code, _, err = run_cli(capsys, "convert", dance, dance)
+    assert_one_line_error(code, err, "DST", "is the input file")
+    code, _, err = run_cli(capsys, "render", model, dance, "--frames", "0", "-o", dance)
+    assert_one_line_error(code, err, "-o", "is the input file")
+    assert {p.name: p.read_bytes() for p in (model, dance)} == before

@@ -18,7 +18,7 @@ def command(src, dst):
     """Convert SRC to DST by extension (e.g. model.pmd → model.pmx)."""
     from mmdkit.formats.io import load, save
 
-    check_output(dst, option="DST")
+    check_output(dst, (src,), option="DST")
     obj = load(src)
     for w in obj.warnings:
         click.echo(f"mmdkit: warning: {src}: {w}", err=True)

@@ -36,7 +36,7 @@ def command(model_path, motion_path, frames, output, physics, vertices, vpd_spec
     from mmdkit import Model, Motion, Pose
     from mmdkit.pose import pose
 
-    check_output(output)
+    check_output(output, (model_path, motion_path, *(spec.rpartition("@")[0] for spec in vpd_specs)))
     model = load_as(model_path, Model, "model (.pmx/.pmd)")
     motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)", arg="MOTION")
     motion = apply_vpd_options(model, motion, vpd_specs)

@@ -131,7 +131,8 @@ def command(model_path, motion_path, demo, camera_path, physics, frames, size, f
 
     _check_options(demo, model_path, fps, msaa, crowd, palette_size, audio, output)
     width_height = _size(size or ("640x360" if demo else "1280x720"))
-    check_output(output, folder_ok=True, make_parents=True)
+    inputs = (model_path, motion_path, camera_path, audio, *(spec.rpartition("@")[0] for spec in vpd_specs))
+    check_output(output, inputs, folder_ok=True, make_parents=True)
     model, motion, camera, frame_list = _load(demo, model_path, motion_path, camera_path, vpd_specs, frames)
     with writing(output):
         stats = render_motion(model, motion, output, frames=frame_list, camera=camera, size=width_height, fps=fps,
