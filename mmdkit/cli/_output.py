@@ -15,8 +15,8 @@ from mmdkit.errors import OptionError
 
 
 def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
+    try:  # abspath first, as the writers do ('missing/../x' is 'x' to them, an error to stat)
+        return os.path.samefile(os.path.abspath(a), os.path.abspath(b))
     except OSError:
         return False
 
