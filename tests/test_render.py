@@ -370,3 +370,38 @@ def test_cli_renders_a_vpd_pose_as_one_picture(tmp_path):
         assert [p.name for p in out.iterdir()] == ["frame_00000.png"]  # a pose: one picture
         pics[name] = np.asarray(Image.open(out / "frame_00000.png").convert("RGB")).astype(int)
     assert np.abs(pics["tilt"] - pics["rest"]).mean() > 0.5  # the pose shows
+
+
+def _textured_quad_model(tmp_path, textures=("tex.png",)):
+    """A one-quad PMX in tmp_path whose materials use ``textures`` (none of them written)."""
+    mb = ModelBuilder("textured")
+    b = mb.add_bone("root", (0, 0, 0))
+    for name in textures:
+        mat = mb.add_material(name, diffuse=(1, 1, 1, 1), ambient=(0.5, 0.5, 0.5), edge=False, double_sided=True,
+                              texture=name)
+        _quad(mb, mat, 0.0, b)
+    mmdkit.save(mb.build(), tmp_path / "m.pmx")
+
+
+def _centre(model, ctx):
+    ren = Renderer(model, (32, 32), 0, ctx=ctx, edges=False, ground_shadow=False)
+    img = ren.render(np.broadcast_to(np.eye(4, dtype=np.float32), (1, 4, 4)), mmd_view((0, 0, 0), (0, 0, 0), -6),
+                     perspective(30, 1.0), light_dir=(0, 0, 1))
+    return img[16, 16].astype(int), ren.warnings
+
+
+def test_model_loaded_by_bare_file_name_finds_its_textures(ctx, tmp_path, monkeypatch):
+    """`cd gene && mmdkit render Gene.pmx`: the texture folder of 'm.pmx' is the current folder."""
+    _textured_quad_model(tmp_path)
+    Image.new("RGB", (4, 4), (220, 30, 30)).save(tmp_path / "tex.png")
+    monkeypatch.chdir(tmp_path)
+    colour, warnings = _centre(mmdkit.load("m.pmx"), ctx)
+    assert warnings == []
+    assert colour[0] > colour[1] + 60  # the red texture is drawn, not a white quad
+
+
+def test_missing_textures_give_one_warning_naming_them(ctx, tmp_path):
+    _textured_quad_model(tmp_path, ("a.png", "b.png"))
+    colour, warnings = _centre(mmdkit.load(tmp_path / "m.pmx"), ctx)
+    assert len(warnings) == 1
+    assert "a.png" in warnings[0] and "b.png" in warnings[0] and str(tmp_path) in warnings[0]

@@ -43,8 +43,9 @@ def resolve_texture(folder: str, stored: str) -> str | None:
 
 
 def model_folder(model) -> str | None:
-    """The folder a model's texture paths are relative to (None for a model built in code)."""
-    return os.path.dirname(model.source_path) if model.source_path else None
+    """The folder a model's texture paths are relative to (None for a model built in code); a
+    bare file name ('Gene.pmx') means the current folder."""
+    return os.path.dirname(os.path.abspath(model.source_path)) if model.source_path else None
 
 
 def toon_ramp(i: int) -> bytes:
@@ -61,42 +62,57 @@ def toon_ramp(i: int) -> bytes:
 
 
 class TextureCache:
-    """Loads each stored texture once per context; remembers warnings."""
+    """Loads each stored texture once per context; remembers what was missing or unreadable."""
 
     def __init__(self, ctx, folder: str | None):
         self.ctx = ctx
         self.folder = folder
         self._cache: dict[tuple[str, bool], object] = {}
-        self.warnings: list[str] = []
+        self.missing: list[str] = []  # stored names not found (or no folder to look in)
+        self.problems: list[str] = []  # one line per refused or unreadable image
 
     def by_name(self, name: str, *, clamp: bool = False, missing_ok: bool = False):
         """The texture file ``name`` in the model folder, loaded once (None when absent)."""
-        if not self.folder or not name:
+        if not name:
             return None
         key = (name.lower(), clamp)
         if key in self._cache:
             return self._cache[key]
         tex = None
         try:
-            path = resolve_texture(self.folder, name)
+            path = resolve_texture(self.folder, name) if self.folder else None
             if path is None:
-                if not missing_ok:
-                    self.warnings.append(f"texture '{name}' not found in {self.folder}; drawn without")
+                if not missing_ok and name not in self.missing:
+                    self.missing.append(name)
             else:
-                from PIL import Image
-
-                with Image.open(path) as im:
-                    im = im.convert("RGBA").transpose(Image.FLIP_TOP_BOTTOM)
-                    tex = self.ctx.texture(im.size, 4, im.tobytes())
-                tex.build_mipmaps()
-                if clamp:
-                    tex.repeat_x = tex.repeat_y = False
+                tex = self._load(path, clamp)
         except ValueError as e:
-            self.warnings.append(str(e))
+            self.problems.append(str(e))
         except Exception as e:  # unreadable image: warn, draw without
-            self.warnings.append(f"texture '{name}' could not be read ({e}); drawn without")
+            self.problems.append(f"texture '{name}' could not be read ({e}); drawn without")
         self._cache[key] = tex
         return tex
+
+    def _load(self, path: str, clamp: bool):
+        from PIL import Image
+
+        with Image.open(path) as im:
+            im = im.convert("RGBA").transpose(Image.FLIP_TOP_BOTTOM)
+            tex = self.ctx.texture(im.size, 4, im.tobytes())
+        tex.build_mipmaps()
+        if clamp:
+            tex.repeat_x = tex.repeat_y = False
+        return tex
+
+    def warnings(self) -> list[str]:
+        """One line for all missing images, then one per refused or unreadable image."""
+        out = []
+        if self.missing:
+            names = ", ".join(f"'{n}'" for n in self.missing)
+            where = f"in {self.folder}" if self.folder else "(the model was not read from a file: no folder)"
+            out.append(f"{len(self.missing)} texture{'s' if len(self.missing) > 1 else ''} not found {where}: "
+                       f"{names}; drawn without")
+        return out + self.problems
 
 
 class MaterialTextures:
@@ -108,7 +124,6 @@ class MaterialTextures:
 
     def __init__(self, ctx, table, folder: str | None):
         self.cache = TextureCache(ctx, folder)
-        self.warnings = self.cache.warnings
         builtin = [ctx.texture((1, 64), 4, toon_ramp(i)) for i in range(11)]
         for t in builtin:  # clamped like MMD's toon sampler: the lit end must not wrap to the dark one
             t.repeat_x = t.repeat_y = False
@@ -119,6 +134,7 @@ class MaterialTextures:
             sphere = self.cache.by_name(im.sphere) if im.sphere else None
             toon = self.cache.by_name(im.toon, clamp=True, missing_ok=im.toon_optional) if im.toon else None
             self._per_material.append((tex, sphere, toon or builtin[im.toon_builtin]))
+        self.warnings = self.cache.warnings()
 
     def of(self, m: int):
         return self._per_material[m]
