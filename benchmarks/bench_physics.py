@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 import mmdkit
-from mmdkit.physics import MMDPhysics, _body_targets, _write_bones, BLOWUP_LIMIT
-from mmdkit.pose import Character
+from mmdkit.physics import MMDPhysics
+from mmdkit.runtime import Character
 
 ASSETS = Path(os.environ.get("MMDKIT_ASSETS", Path(__file__).resolve().parents[1].parent / "shared" / "assets"))
 FPS = 30.0
@@ -39,14 +39,11 @@ def bench_single(model, pose, reps):
         for f in range(1, len(pose)):
             bw[:] = pose[f]
             t0 = time.perf_counter()
-            _body_targets(bw, ph._body_follow, ph._body_offset, ph._targets)
-            ph.world.set_kinematic_transforms(ph._all, ph._targets)
+            ph.push_targets(bw)
             t1 = time.perf_counter()
-            ph.world.step(1 / FPS, ph.max_substeps, ph.fixed_step, BLOWUP_LIMIT)
+            ph.simulate(1 / FPS)
             t2 = time.perf_counter()
-            ph.world.get_transforms_into(ph.body_world)
-            _write_bones(ph.body_world, ph._drive_body, ph._drive_bone, ph._drive_mode,
-                         ph._body_offset_inv, ph._body_active, bw)
+            ph.pull_bones(bw)
             t3 = time.perf_counter()
             tot.append(t3 - t0)
             stp.append(t2 - t1)

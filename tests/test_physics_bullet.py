@@ -264,7 +264,7 @@ def test_reset_warms_up_hanging_bodies(assets):
 
 
 def test_gene_wavefile_300_frames_with_character(assets):
-    from mmdkit.pose import Character
+    from mmdkit.runtime import Character
 
     model = mmdkit.load(str(assets / "gene" / "Gene.pmx"))
     motion = mmdkit.load(str(assets / "wavefile" / "wavefile_v2.vmd"))
@@ -285,9 +285,10 @@ def test_gene_wavefile_300_frames_with_character(assets):
         assert ok.all(), (f, np.nonzero(~ok))
     assert phys.blowup_resets == 0
     # driven bones follow their bodies: bone = body @ inverse(offset)
-    drive = phys._drive_body[phys._drive_mode == 1]
-    bones = phys._drive_bone[phys._drive_mode == 1]
-    expect = phys.body_world[drive] @ phys._body_offset_inv[drive]
+    b = phys.bodies
+    drive = b.drive_body[b.drive_mode == 1]
+    bones = b.drive_bone[b.drive_mode == 1]
+    expect = phys.body_world[drive] @ b.body_offset_inv[drive]
     assert np.allclose(ch.bone_world[bones][:, :3, 3], expect[:, :3, 3], atol=1e-2)
 
 
@@ -311,7 +312,7 @@ def test_mode2_takes_rotation_from_body_and_translation_from_bone():
 
 def test_vmd_physics_flags_switch_bodies_through_character():
     from mmdkit.animation.builder import MotionBuilder
-    from mmdkit.pose import Character
+    from mmdkit.runtime import Character
 
     model = chain_model()
     mo = MotionBuilder("chain")
@@ -332,7 +333,7 @@ def test_vmd_physics_flags_switch_bodies_through_character():
 
 
 def test_physics_modes_playing_always_off():
-    from mmdkit.pose import Character
+    from mmdkit.runtime import Character
 
     model = chain_model()
     rest = rest_bones(model)
@@ -356,7 +357,7 @@ def test_physics_modes_playing_always_off():
 def test_ik_whose_links_are_all_physics_driven_is_skipped_while_physics_runs():
     """MMD skips such solvers: with physics the chain starts from its keyed pose (the reset
     places the bodies there); with physics_mode='off' the same solver bends the chain."""
-    from mmdkit.pose import Character
+    from mmdkit.runtime import Character
 
     model = chain_model(ik_goal=(0, 14, 4))
     tip = 4

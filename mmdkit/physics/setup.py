@@ -1,0 +1,226 @@
+"""Physics set-up in numpy: a Model's rigid bodies and joints → the arrays a Bullet world is built from.
+
+In: a ``Model`` (rigid_body_* (R,...), joint_* (J,...), bone_position (B, 3)).
+Out: ``BodySetup`` (shapes, sizes, material values, collision bits, bind frames, the offsets
+between each body and the bone it follows, which bones bodies drive) and ``JointSetup`` (kept
+joints, their world frames, limits and springs). Imports without the C++ extension; bad indices
+raise ``BuildError`` naming the model file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mmdkit.errors import BuildError
+
+__all__ = ["DEFAULT_FIXED_STEP", "DEFAULT_MAX_SUBSTEPS", "GRAVITY", "DEFAULT_WARMUP_STEPS", "BLOWUP_LIMIT",
+           "BodySetup", "JointSetup", "body_setup", "joint_setup", "euler_to_matrix", "body_frames",
+           "model_array", "model_label"]
+
+#: Fixed simulation step (seconds) and substep cap: saba's settings (MMD documents none).
+DEFAULT_FIXED_STEP = 1.0 / 120.0
+DEFAULT_MAX_SUBSTEPS = 10
+GRAVITY = (0.0, -98.0, 0.0)
+#: Fixed steps simulated with the bones held still after a reset (start/seek): 0.5 s at 1/120.
+DEFAULT_WARMUP_STEPS = 60
+#: Bodies farther than this from the origin (or non-finite) are reset to their bone.
+BLOWUP_LIMIT = 1.0e4
+
+
+def model_label(model) -> str:
+    """The file a model came from ('' for one built in code), for error messages."""
+    return str(getattr(model, "source_path", "") or "")
+
+
+def model_array(model, name: str, dtype, shape) -> np.ndarray:
+    """``model.<name>`` as a C-contiguous array of ``dtype`` reshaped to ``shape``; zeros if absent."""
+    a = getattr(model, name)
+    if a is None:
+        return np.zeros(shape, dtype)
+    return np.ascontiguousarray(np.asarray(a).reshape(shape), dtype)
+
+
+def euler_to_matrix(euler: np.ndarray) -> np.ndarray:
+    """(N,3) Euler radians as stored in PMX → (N,3,3) float64, MMD's order R = Ry·Rx·Rz."""
+    e = np.asarray(euler, np.float64).reshape(-1, 3)
+    cx, cy, cz = np.cos(e[:, 0]), np.cos(e[:, 1]), np.cos(e[:, 2])
+    sx, sy, sz = np.sin(e[:, 0]), np.sin(e[:, 1]), np.sin(e[:, 2])
+    n = len(e)
+    rx = np.zeros((n, 3, 3)); ry = np.zeros((n, 3, 3)); rz = np.zeros((n, 3, 3))
+    rx[:, 0, 0] = 1; rx[:, 1, 1] = cx; rx[:, 1, 2] = -sx; rx[:, 2, 1] = sx; rx[:, 2, 2] = cx
+    ry[:, 1, 1] = 1; ry[:, 0, 0] = cy; ry[:, 0, 2] = sy; ry[:, 2, 0] = -sy; ry[:, 2, 2] = cy
+    rz[:, 2, 2] = 1; rz[:, 0, 0] = cz; rz[:, 0, 1] = -sz; rz[:, 1, 0] = sz; rz[:, 1, 1] = cz
+    return ry @ rx @ rz
+
+
+def body_frames(position, euler) -> np.ndarray:
+    """(N,3) positions + (N,3) Euler radians → (N,4,4) float64 model-space frames T·R."""
+    n = len(position)
+    m = np.zeros((n, 4, 4))
+    m[:, :3, :3] = euler_to_matrix(euler)
+    m[:, :3, 3] = np.asarray(position, np.float64).reshape(n, 3)
+    m[:, 3, 3] = 1
+    return m
+
+
+@dataclass
+class BodySetup:
+    """Rigid bodies of one model as Bullet wants them (R bodies, B bones). Model space throughout.
+
+    body_shape (R,) int32 0 sphere / 1 box / 2 capsule; body_size (R,3) float32 (clamped ≥ 0.001);
+    body_mass, body_linear_damping, body_angular_damping, body_friction, body_restitution (R,) float32;
+    body_group_bit (R,) int32 = 1 << group; body_collide_mask (R,) int32 (stored mask, 0xFFFF = all);
+    body_mode (R,) int32 0 follow bone / 1 physics / 2 physics keeping the bone's translation;
+    body_bone (R,) int32 (-1 none); body_bind (R,4,4) float64 bind frames; body_follow (R,) int32 bone
+    whose world moves the body's target (bone 0 when none, -1 in a model without bones);
+    body_offset / body_offset_inv (R,4,4) float32: body frame relative to translate(bone_position)
+    and its inverse; drive_body, drive_bone, drive_mode (D,) int32: dynamic bodies that write a bone;
+    bone_driven (B,) bool; warnings: list of str.
+    """
+
+    body_shape: np.ndarray
+    body_size: np.ndarray
+    body_mass: np.ndarray
+    body_linear_damping: np.ndarray
+    body_angular_damping: np.ndarray
+    body_friction: np.ndarray
+    body_restitution: np.ndarray
+    body_group_bit: np.ndarray
+    body_collide_mask: np.ndarray
+    body_mode: np.ndarray
+    body_bone: np.ndarray
+    body_bind: np.ndarray
+    body_follow: np.ndarray
+    body_offset: np.ndarray
+    body_offset_inv: np.ndarray
+    drive_body: np.ndarray
+    drive_bone: np.ndarray
+    drive_mode: np.ndarray
+    bone_driven: np.ndarray
+    warnings: list = field(default_factory=list)
+
+
+def _checked_shape_and_size(model, R: int, warnings: list):
+    """(R,) int32 shapes (BuildError for unknown ones) and (R,3) float32 sizes ≥ 0.001."""
+    shape = model_array(model, "rigid_body_shape", np.int32, (R,))
+    if R and (shape.min() < 0 or shape.max() > 2):
+        r = int(np.nonzero((shape < 0) | (shape > 2))[0][0])
+        raise BuildError(f"rigid body {r} has unknown shape {shape[r]}", path=model_label(model),
+                         section="rigid_body_shape")
+    size = model_array(model, "rigid_body_size", np.float32, (R, 3))
+    size = np.where(np.isfinite(size), size, 0).astype(np.float32)
+    clamped = int(np.count_nonzero((size[:, 0] < 1e-3) | ((shape == 1)[:, None] & (size < 1e-3)).any(1)))
+    if clamped:
+        warnings.append(f"{clamped} rigid bodies with zero/negative size clamped to 0.001")
+    return shape, np.maximum(size, 1e-3).astype(np.float32)
+
+
+def body_setup(model) -> BodySetup:
+    """The rigid bodies of ``model`` → ``BodySetup``; BuildError (naming the file) for a body whose
+    bone or shape is out of range."""
+    B = int(len(model.bone_name))
+    R = int(len(model.rigid_body_name))
+    warnings: list[str] = []
+    body_bone = model_array(model, "rigid_body_bone", np.int32, (R,))
+    bad = np.nonzero((body_bone < -1) | (body_bone >= B))[0]
+    if len(bad):
+        raise BuildError(f"rigid body {bad[0]} refers to bone {body_bone[bad[0]]}, model has {B} bones",
+                         path=model_label(model), section="rigid_body_bone")
+    shape, size = _checked_shape_and_size(model, R, warnings)
+    mode = model_array(model, "rigid_body_mode", np.int32, (R,))
+    group = model_array(model, "rigid_body_group", np.int32, (R,))
+    # the stored mask says which groups a body collides with (0xFFFF all; a body's own group
+    # is usually cleared), exactly Bullet's filter mask
+    mask = (model_array(model, "rigid_body_collide_mask", np.int32, (R,)) & 0xFFFF).astype(np.int32)
+
+    # Bind frames and offsets relative to the followed bone's rest (translate(bone_position)).
+    body_bind = body_frames(model_array(model, "rigid_body_position", np.float64, (R, 3)),
+                            model_array(model, "rigid_body_rotation", np.float64, (R, 3)))
+    follow = np.where(body_bone >= 0, body_bone, 0 if B > 0 else -1).astype(np.int32)
+    bone_pos = model_array(model, "bone_position", np.float64, (B, 3)) if B else np.zeros((0, 3))
+    offset = body_bind.copy()
+    has = follow >= 0
+    offset[has, :3, 3] -= bone_pos[follow[has]]
+
+    drive = np.nonzero((mode != 0) & (body_bone >= 0))[0]
+    bone_driven = np.zeros(B, bool)
+    bone_driven[body_bone[drive]] = True
+    return BodySetup(
+        body_shape=shape, body_size=size, body_mass=model_array(model, "rigid_body_mass", np.float32, (R,)),
+        body_linear_damping=model_array(model, "rigid_body_linear_damping", np.float32, (R,)),
+        body_angular_damping=model_array(model, "rigid_body_angular_damping", np.float32, (R,)),
+        body_friction=model_array(model, "rigid_body_friction", np.float32, (R,)),
+        body_restitution=model_array(model, "rigid_body_restitution", np.float32, (R,)),
+        body_group_bit=(np.left_shift(1, np.clip(group, 0, 15))).astype(np.int32), body_collide_mask=mask,
+        body_mode=mode, body_bone=body_bone, body_bind=body_bind, body_follow=follow,
+        body_offset=np.ascontiguousarray(offset, np.float32),
+        body_offset_inv=np.ascontiguousarray(np.linalg.inv(offset), np.float32),
+        drive_body=drive.astype(np.int32), drive_bone=body_bone[drive].astype(np.int32),
+        drive_mode=mode[drive].astype(np.int32), bone_driven=bone_driven, warnings=warnings)
+
+
+@dataclass
+class JointSetup:
+    """The joints of one model that Bullet gets (K kept of J), model space.
+
+    joint_index (K,) int32 into the model's joints; joint_body_a, joint_body_b (K,) int32;
+    joint_frame (K,4,4) float32 world frame at bind; joint_position (K,3) float32;
+    joint_translation_lower/upper, joint_rotation_lower/upper (K,3) float32 (radians);
+    joint_stiffness (K,6) float32 (translation springs, then rotation springs);
+    joint_span (K,) float64: how far the translation limits let the two bodies drift apart;
+    warnings: list of str (dropped joints).
+    """
+
+    joint_index: np.ndarray
+    joint_body_a: np.ndarray
+    joint_body_b: np.ndarray
+    joint_frame: np.ndarray
+    joint_position: np.ndarray
+    joint_translation_lower: np.ndarray
+    joint_translation_upper: np.ndarray
+    joint_rotation_lower: np.ndarray
+    joint_rotation_upper: np.ndarray
+    joint_stiffness: np.ndarray
+    joint_span: np.ndarray
+    warnings: list = field(default_factory=list)
+
+
+def joint_setup(model) -> JointSetup:
+    """The joints of ``model`` → ``JointSetup``: joints missing a body or joining a body to itself
+    are dropped with a warning; a body index out of range is a BuildError naming the file."""
+    R = int(len(model.rigid_body_name))
+    J = int(len(model.joint_name))
+    ja = model_array(model, "joint_body_a", np.int32, (J,))
+    jb = model_array(model, "joint_body_b", np.int32, (J,))
+    out_of_range = np.nonzero((ja < -1) | (ja >= R) | (jb < -1) | (jb >= R))[0]
+    if len(out_of_range):
+        j = int(out_of_range[0])
+        raise BuildError(f"joint {j} refers to rigid bodies ({ja[j]}, {jb[j]}), model has {R} rigid bodies",
+                         path=model_label(model), section="joint_body_a/joint_body_b")
+    keep = (ja >= 0) & (jb >= 0) & (ja != jb)
+    dropped = np.nonzero(~keep)[0]
+    warnings = []
+    if len(dropped):
+        names = model.joint_name
+        warnings.append(f"{len(dropped)} joints dropped (missing body or A == B): "
+                        + ", ".join(repr(names[j]) if j < len(names) else str(j) for j in dropped[:8]))
+    k = np.nonzero(keep)[0]
+    kept = lambda name, dtype: np.ascontiguousarray(model_array(model, name, dtype, (J, 3))[k], np.float32)
+    span = 2 * np.linalg.norm(np.maximum(np.abs(model_array(model, "joint_translation_lower", np.float64, (J, 3))[k]),
+                                         np.abs(model_array(model, "joint_translation_upper", np.float64, (J, 3))[k])),
+                              axis=1)
+    frame = body_frames(model_array(model, "joint_position", np.float64, (J, 3))[k],
+                        model_array(model, "joint_rotation", np.float64, (J, 3))[k])
+    stiffness = np.concatenate([model_array(model, "joint_spring_translation", np.float32, (J, 3))[k],
+                                model_array(model, "joint_spring_rotation", np.float32, (J, 3))[k]], 1)
+    return JointSetup(
+        joint_index=k.astype(np.int32), joint_body_a=ja[k], joint_body_b=jb[k],
+        joint_frame=np.ascontiguousarray(frame, np.float32),
+        joint_position=frame[:, :3, 3].astype(np.float32),
+        joint_translation_lower=kept("joint_translation_lower", np.float32),
+        joint_translation_upper=kept("joint_translation_upper", np.float32),
+        joint_rotation_lower=kept("joint_rotation_lower", np.float32),
+        joint_rotation_upper=kept("joint_rotation_upper", np.float32),
+        joint_stiffness=np.ascontiguousarray(stiffness, np.float32), joint_span=span, warnings=warnings)

@@ -1,0 +1,205 @@
+"""``MMDPhysics``: one Bullet world (C++ bridge ``mmdkit.physics._bullet``) for one Model.
+
+In: a ``Model`` once (through ``setup.body_setup``/``joint_setup`` and ``soft.add_soft_bodies``),
+then per frame bone_world (B, 4, 4) float32 model space. Out: the same array with the rows of
+bones driven by dynamic bodies overwritten; body_world (R, 4, 4) float32. State: the Bullet world
+(body poses, velocities, the substep accumulator) and which bodies are dynamic now.
+MMD file coordinates throughout, gravity (0, -98, 0).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+
+import numpy as np
+
+from mmdkit.physics import _bullet
+from mmdkit.physics.kernels import body_targets, drive_bones
+from mmdkit.physics.setup import (BLOWUP_LIMIT, DEFAULT_FIXED_STEP, DEFAULT_MAX_SUBSTEPS, DEFAULT_WARMUP_STEPS,
+                                  GRAVITY, BodySetup, JointSetup, body_setup, joint_setup)
+from mmdkit.physics.soft import add_soft_bodies
+
+__all__ = ["MMDPhysics"]
+
+
+def _new_world(bodies: BodySetup, kinematic, floor: bool, gravity, solver_iterations: int, soft: bool):
+    """A Bullet world holding ``bodies`` at their bind frames (kinematic where ``kinematic``)."""
+    b = bodies
+    return _bullet.World(
+        b.body_shape, b.body_size, b.body_mass, b.body_linear_damping, b.body_angular_damping, b.body_friction,
+        b.body_restitution, b.body_group_bit, b.body_collide_mask, kinematic.copy(),
+        np.ascontiguousarray(b.body_bind, np.float32), bool(floor), np.asarray(gravity, np.float32),
+        int(solver_iterations), bool(soft))
+
+
+def _add_joints(world, joints: JointSetup, soft_joints: bool) -> None:
+    """The kept joints as 6-DOF spring constraints, frames given in world space at bind."""
+    j = joints
+    if len(j.joint_index):
+        world.add_joints(j.joint_body_a, j.joint_body_b, j.joint_frame, j.joint_frame,
+                         j.joint_translation_lower, j.joint_translation_upper,
+                         j.joint_rotation_lower, j.joint_rotation_upper, j.joint_stiffness,
+                         world_frame=True, use_frame_offset=not soft_joints)
+
+
+class MMDPhysics:
+    """One Bullet world for one Model.
+
+    MMDPhysics(model, fixed_step=1/120, max_substeps=10, floor=False, soft_joints=False,
+               solver_iterations=10, gravity=(0,-98,0), warmup_steps=60)
+    reset(bone_world)           bodies to their bones' pose, zero velocity, warm-up steps
+    step(dt, bone_world)        kinematic bodies follow bone_world (B,4,4) f32; after stepping the
+                                rows of bones driven by dynamic bodies are overwritten in place
+                                (= push_targets, simulate, pull_bones)
+    step_async(dt, bone_world)  the same on this world's own worker thread → Future (.result())
+    driven_bone_mask            (B,) bool, bones whose world comes from a body
+    set_bone_physics(mask)      (B,) bool, False = that bone's bodies follow it kinematically
+    warnings                    list of str (dropped joints, blow-up resets)
+    bodies, joints              the ``setup.BodySetup`` / ``setup.JointSetup`` it was built from
+    body_target, body_world     (R,4,4) float32 model space: where bones put the bodies / where they are
+    soft_body_vertex[i], soft_body_positions(i)   PMX 2.1 soft bodies: model vertices and node positions
+    ``soft_joints`` turns Bullet's 6-DOF frame offset off (closer to MMD's Bullet 2.75 softness).
+    """
+
+    def __init__(self, model, fixed_step: float = DEFAULT_FIXED_STEP, max_substeps: int = DEFAULT_MAX_SUBSTEPS,
+                 floor: bool = False, soft_joints: bool = False, solver_iterations: int = 10,
+                 gravity=GRAVITY, warmup_steps: int = DEFAULT_WARMUP_STEPS):
+        self.fixed_step = float(fixed_step)
+        self.warmup_steps = int(warmup_steps)
+        self.max_substeps = int(max_substeps)
+        self.blowup_resets = 0
+        self.bodies = body_setup(model)
+        self.joints = joint_setup(model)
+        self.num_bones = int(len(model.bone_name))
+        self.num_bodies = R = int(len(model.rigid_body_name))
+        self.body_mode = self.bodies.body_mode
+        self.driven_bone_mask = self.bodies.bone_driven.copy()
+        self.body_active = self.body_mode != 0  # dynamic and currently simulated
+        self.body_kinematic = ~self.body_active
+        soft = bool(tuple(getattr(model, "soft_bodies", ()) or ()))
+        self.world = _new_world(self.bodies, self.body_kinematic, floor, gravity, solver_iterations, soft)
+        _add_joints(self.world, self.joints, soft_joints)
+        self.joint_index = self.joints.joint_index
+        self.joint_body_a, self.joint_body_b = self.joints.joint_body_a, self.joints.joint_body_b
+        self.joint_position = self.joints.joint_position
+        self.soft_body_vertex, self.soft_body_index, soft_warnings = add_soft_bodies(self.world, model, R)
+        self._build_warnings = self.bodies.warnings + self.joints.warnings + soft_warnings
+        self._all = np.arange(R, dtype=np.int32)
+        self.body_target = np.zeros((R, 4, 4), np.float32)
+        self.body_world = np.zeros((R, 4, 4), np.float32)
+        self._initialized = False
+        self._executor = None
+
+    def soft_body_positions(self, i: int) -> np.ndarray:
+        """(n,3) float32 current node positions of soft body ``i`` (model vertices
+        ``soft_body_vertex[i]``), model space."""
+        return self.world.soft_node_positions(i)
+
+    @property
+    def warnings(self) -> list[str]:
+        w = list(self._build_warnings)
+        if self.blowup_resets:
+            w.append(f"{self.blowup_resets} rigid body resets after a blow-up (non-finite or beyond {BLOWUP_LIMIT:g})")
+        return w
+
+    def _check(self, bone_world):
+        if not (isinstance(bone_world, np.ndarray) and bone_world.dtype == np.float32
+                and bone_world.shape == (self.num_bones, 4, 4) and bone_world.flags.c_contiguous):
+            raise ValueError(f"bone_world must be a C-contiguous ({self.num_bones},4,4) float32 array")
+
+    def reset(self, bone_world: np.ndarray, warmup_steps: int | None = None) -> None:
+        """Put every body at its bone's pose (B,4,4 f32) with zero velocity, then simulate
+        ``warmup_steps`` fixed steps (default: the constructor's) with the bones held still.
+        ``bone_world`` is only read; the next ``step`` writes the driven bones."""
+        self._check(bone_world)
+        body_targets(bone_world, self.bodies.body_follow, self.bodies.body_offset, self.body_target)
+        self.world.reset(self.body_target)
+        n = self.warmup_steps if warmup_steps is None else int(warmup_steps)
+        if n > 0:
+            self.blowup_resets += self.world.step(n * self.fixed_step, n, self.fixed_step, BLOWUP_LIMIT)
+        self.world.get_transforms_into(self.body_world)
+        self._initialized = True
+
+    def joint_reach(self, body_bind_position=None, stretch: float = 1.0, slack: float = 2.0):
+        """Diagnostics: per kept joint, (distance between its two bodies now, the distance it may
+        reach = (distance at bind + translation-limit span) × stretch + slack), both (J,) float64.
+        Bind positions (R,3) default to the model's rigid body positions."""
+        bind = self.bodies.body_bind[:, :3, 3] if body_bind_position is None \
+            else np.asarray(body_bind_position, np.float64)
+        a, b = self.joint_body_a, self.joint_body_b
+        pos = self.body_world[:, :3, 3].astype(np.float64)
+        now = np.linalg.norm(pos[a] - pos[b], axis=1)
+        reach = (np.linalg.norm(bind[a] - bind[b], axis=1) + self.joints.joint_span) * stretch + slack
+        return now, reach
+
+    def skinned_joint_mask(self, model) -> np.ndarray:
+        """(J,) bool: kept joints whose two bodies both sit on bones that carry vertices (the
+        ones whose stretch shows; helper bodies such as hanging weights are excluded)."""
+        skinned = np.zeros(self.num_bones, bool)
+        skinned[np.unique(np.asarray(model.vertex_bone_index)[np.asarray(model.vertex_bone_weight) > 0])] = True
+        body_bone = self.bodies.body_bone
+        on = lambda bodies: (body_bone[bodies] >= 0) & skinned[np.maximum(body_bone[bodies], 0)]
+        return on(self.joint_body_a) & on(self.joint_body_b)
+
+    def set_bone_physics(self, bone_mask: np.ndarray) -> None:
+        """(B,) bool per-bone physics flags: False makes that bone's bodies follow it kinematically."""
+        m = np.asarray(bone_mask, bool).reshape(self.num_bones)
+        follow = self.bodies.body_follow
+        follow_ok = np.where(follow >= 0, m[np.maximum(follow, 0)], True)
+        active = (self.body_mode != 0) & follow_ok
+        if np.array_equal(active, self.body_active):
+            return
+        self.body_active[:] = active
+        self.body_kinematic[:] = ~active
+        self.world.set_kinematic_flags(self.body_kinematic)
+        self.driven_bone_mask[:] = False
+        self.driven_bone_mask[self.bodies.drive_bone[active[self.bodies.drive_body]]] = True
+
+    def push_targets(self, bone_world: np.ndarray) -> None:
+        """Bodies' targets from bone_world (B,4,4) f32; kinematic bodies move there over the next step."""
+        body_targets(bone_world, self.bodies.body_follow, self.bodies.body_offset, self.body_target)
+        self.world.set_kinematic_transforms(self._all, self.body_target)
+
+    def simulate(self, dt: float) -> int:
+        """Advance Bullet ``dt`` seconds in fixed steps; returns how many bodies were reset after a blow-up."""
+        bad = self.world.step(float(dt), self.max_substeps, self.fixed_step, BLOWUP_LIMIT)
+        self.blowup_resets += bad
+        return bad
+
+    def pull_bones(self, bone_world: np.ndarray) -> None:
+        """Read the bodies back (``body_world``) and overwrite the driven rows of bone_world in place."""
+        b = self.bodies
+        self.world.get_transforms_into(self.body_world)
+        drive_bones(self.body_world, b.drive_body, b.drive_bone, b.drive_mode, b.body_offset_inv,
+                    self.body_active, bone_world)
+
+    def step(self, dt: float, bone_world: np.ndarray) -> int:
+        """Advance ``dt`` seconds; overwrite driven bones' rows of ``bone_world`` in place.
+
+        Returns how many bodies were reset after blowing up this step.
+        """
+        self._check(bone_world)
+        if not self._initialized:
+            self.reset(bone_world, 0)
+        self.push_targets(bone_world)
+        bad = self.simulate(dt)
+        self.pull_bones(bone_world)
+        return bad
+
+    def step_async(self, dt: float, bone_world: np.ndarray) -> concurrent.futures.Future:
+        """``step`` on this world's own worker thread; don't touch ``bone_world`` until ``.result()``."""
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="mmdphysics")
+        return self._executor.submit(self.step, dt, bone_world)
+
+    def close(self) -> None:
+        """Stop this world's worker thread (if ``step_async`` started one)."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
