@@ -405,3 +405,31 @@ def test_missing_textures_give_one_warning_naming_them(ctx, tmp_path):
     colour, warnings = _centre(mmdkit.load(tmp_path / "m.pmx"), ctx)
     assert len(warnings) == 1
     assert "a.png" in warnings[0] and "b.png" in warnings[0] and str(tmp_path) in warnings[0]
+
+
+def test_texture_lookup_refuses_links_out_before_looking_inside(tmp_path):
+    """A directory link out of the model folder is refused at the link, whether or not the file
+    exists behind it (listing the outside folder would tell which files exist there)."""
+    model_dir, outside = tmp_path / "model", tmp_path / "outside"
+    model_dir.mkdir()
+    (outside / "sub").mkdir(parents=True)
+    (outside / "secret.png").write_bytes(b"x")
+    (model_dir / "tex").mkdir()
+    (model_dir / "tex" / "a.png").write_bytes(b"x")
+    (model_dir / "out").symlink_to(outside, target_is_directory=True)
+    (model_dir / "in").symlink_to(model_dir / "tex", target_is_directory=True)
+    for stored in ("out\\secret.png", "out\\nothing.png", "OUT/sub/x.png"):
+        with pytest.raises(ValueError, match="leaves the model folder"):
+            resolve_texture(str(model_dir), stored)
+    assert resolve_texture(str(model_dir), "in\\A.png").endswith("a.png")  # a link that stays inside
+
+
+def test_msaa_the_gl_cannot_do_is_an_option_error(ctx):
+    from mmdkit.errors import OptionError
+
+    model = demo_model()
+    for bad in (3, -4, ctx.max_samples * 2):
+        with pytest.raises(OptionError, match=f"msaa: {bad}"):
+            Renderer(model, (32, 32), bad, ctx=ctx)
+    for good in (0, 1, 2, ctx.max_samples):
+        Renderer(model, (32, 32), good, ctx=ctx)

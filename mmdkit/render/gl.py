@@ -49,8 +49,14 @@ class Renderer:
                 raise OptionError("palette_size", "the palette path draws one character; use the bone "
                                   "texture (no palette) for crowds")
             palette = build_palette_batches(model, int(palette_size), keep_order=True)
+        own_context = ctx is None
         self.ctx = ctx = ctx or create_context()
-        self._make_framebuffers(msaa)
+        try:
+            self._make_framebuffers(msaa)
+        except BaseException:
+            if own_context:
+                ctx.release()
+            raise
         self.programs = build_programs(ctx, palette_size=palette and palette.palette_size, self_shadow=self_shadow)
         self.geometry = Geometry(ctx, model, self.programs, self.instances, palette)
         self.palette = palette
@@ -62,7 +68,12 @@ class Renderer:
 
     def _make_framebuffers(self, msaa) -> None:
         ctx, size = self.ctx, (self.width, self.height)
-        samples = min(int(msaa), ctx.max_samples) if msaa and msaa > 1 else 0
+        n = msaa or 0
+        if n != int(n) or n < 0 or (n > 1 and (int(n) & (int(n) - 1) or n > ctx.max_samples)):
+            can = ", ".join(str(k) for k in [0] + [2 ** e for e in range(1, 8) if 2 ** e <= ctx.max_samples])
+            raise OptionError("msaa", f"{msaa} samples cannot be done by this OpenGL "
+                              f"({ctx.info.get('GL_RENDERER', '?')}); use one of {can}")
+        samples = int(n) if n > 1 else 0
         self._fbo_ms = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4, samples=samples)],
                                        depth_attachment=ctx.depth_renderbuffer(size, samples=samples))
         self._fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4)])

@@ -16,7 +16,8 @@ import numpy as np
 def resolve_texture(folder: str, stored: str) -> str | None:
     """The real path of ``stored`` inside ``folder`` (case-insensitive), or None.
 
-    Raises ValueError when the path points outside the folder.
+    Raises ValueError when the path points outside the folder — checked at every step, so a
+    link out of the folder is refused before anything behind it is listed.
     """
     rel = stored.replace("\\", "/").strip()
     if not rel:
@@ -24,8 +25,8 @@ def resolve_texture(folder: str, stored: str) -> str | None:
     parts = [p for p in rel.split("/") if p not in ("", ".")]
     if rel.startswith("/") or (len(rel) > 1 and rel[1] == ":") or ".." in parts:
         raise ValueError(f"texture path '{stored}' leaves the model folder")
-    cur = os.path.realpath(folder)
-    root = cur
+    root = os.path.realpath(folder)
+    cur = root
     for part in parts:
         try:
             names = os.listdir(cur)
@@ -35,11 +36,10 @@ def resolve_texture(folder: str, stored: str) -> str | None:
             (n for n in names if n.lower() == part.lower()), None)
         if match is None:
             return None
-        cur = os.path.join(cur, match)
-    real = os.path.realpath(cur)
-    if not real.startswith(root + os.sep):
-        raise ValueError(f"texture path '{stored}' leaves the model folder (via a link)")
-    return real if os.path.isfile(real) else None
+        cur = os.path.realpath(os.path.join(cur, match))
+        if not cur.startswith(root + os.sep):
+            raise ValueError(f"texture path '{stored}' leaves the model folder (via a link)")
+    return cur if os.path.isfile(cur) else None
 
 
 def model_folder(model) -> str | None:
