@@ -1,4 +1,4 @@
-"""Seed-000 plush: a low-poly closed cage simulated as a pressurised Bullet soft body drives a
+"""Plush: a low-poly closed cage simulated as a pressurised Bullet soft body drives a
 detailed mesh (a subdivided sphere with two ears, ~15k vertices) through a triangle cage.
 
     python3 examples/plush.py [--frames 180] [--out plush_stats.txt]

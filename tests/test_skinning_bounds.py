@@ -102,10 +102,10 @@ def test_gene_rest_has_no_gaps_and_threshold_closes_posed_gaps(gene):
 
 
 def test_gap_report_over_real_dance(gene, assets):
-    """Gene dancing wavefile_v2 (posed by mmdkit.pose.Character): the seed's strongest-bone
+    """Gene dancing wavefile_v2 (posed by mmdkit.runtime.Character): strongest-bone
     boxes leave vertices outside at the joints; boxes that also take every vertex weighted ≥ 0.2
     leave far fewer. The Character's skinned mesh equals the float64 reference."""
-    from mmdkit.pose.character import Character
+    from mmdkit.runtime import Character
     from mmdkit.skinning.reference import skin_reference
 
     ch = Character(gene, mmdkit.load(assets / "wavefile/wavefile_v2.vmd"))

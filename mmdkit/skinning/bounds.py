@@ -1,4 +1,4 @@
-"""Bone hit boxes (seed 002): one box per bone in its rest space, following the bone each frame.
+"""Bone hit boxes: one box per bone in its rest space, following the bone each frame.
 
 In: a ``Model`` (boxes around the vertices whose strongest weight is the bone, optionally every
 vertex the bone weights ≥ ``threshold``), per frame bone_world (B, 4, 4) float32. Out: oriented
@@ -13,25 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from mmdkit.model.model import DEFORM_BDEF1, DEFORM_BDEF2, DEFORM_SDEF
+from mmdkit.model.deform import effective_weights
 
 __all__ = ["BoneBoxes", "GapReport", "strongest_bone"]
 
 
-def effective_weights(model):
-    """(V, 4) float32 weights as the kernels use them (BDEF1 = 1, BDEF2/SDEF = (w, 1 − w))."""
-    d = np.asarray(model.vertex_deform)
-    bw = np.asarray(model.vertex_bone_weight, np.float32).copy()
-    bw[d == DEFORM_BDEF1] = (1, 0, 0, 0)
-    two = (d == DEFORM_BDEF2) | (d == DEFORM_SDEF)
-    bw[two, 1] = 1 - bw[two, 0]
-    bw[two, 2:] = 0
-    return bw
-
-
 def strongest_bone(model):
     """(V,) int32: the bone with the largest weight of each vertex (first slot on ties)."""
-    bw = effective_weights(model)
+    bw = effective_weights(model.vertex_deform, model.vertex_bone_weight)
     k = np.argmax(bw, axis=1)
     return np.asarray(model.vertex_bone_index, np.int32)[np.arange(model.num_vertices), k]
 
@@ -169,7 +158,7 @@ class GapReport:
 class BoneBoxes:
     """Per-bone boxes in rest space (MMD bones have no bind rotation: the model's axes).
 
-    threshold: None → a vertex counts for its strongest bone only (the seed's method; leaves
+    threshold: None → a vertex counts for its strongest bone only (leaves
     gaps at joints when posed); a weight in (0, 1] → also for every bone weighting it at least
     that much (boxes overlap at joints and the gaps close). padding: units added on every side.
     Attributes: rest_min, rest_max (B, 3) float32 (model space), valid (B,) bool (bone has a
@@ -188,7 +177,7 @@ class BoneBoxes:
         pairs_v = [np.arange(model.num_vertices)]
         pairs_b = [self.vertex_bone]
         if threshold is not None:
-            bw = effective_weights(model)
+            bw = effective_weights(model.vertex_deform, model.vertex_bone_weight)
             v, k = np.nonzero(bw >= threshold)
             pairs_v.append(v)
             pairs_b.append(np.asarray(model.vertex_bone_index)[v, k])

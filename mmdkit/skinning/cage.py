@@ -1,4 +1,4 @@
-"""Triangle cages (seed 000): a low-poly triangle cage (e.g. a Bullet soft body) drives a detailed mesh.
+"""Triangle cages: a low-poly triangle cage (e.g. a Bullet soft body) drives a detailed mesh.
 
 In: cage vertices (Nc, 3) and faces (Fc, 3) at rest, detail vertices (V, 3) (and normals (V, 3)).
 Build: one frame per cage triangle (origin = centroid, Z = normal, Y toward its first vertex,

@@ -11,52 +11,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from mmdkit.mathutil import put3, qrot_scalar
+from mmdkit.mathutil import put3, qfrom_matrix3_scalar, qrot_scalar
 from mmdkit.errors import BuildError
-from mmdkit.model.model import DEFORM_BDEF1, DEFORM_BDEF2, DEFORM_QDEF, DEFORM_SDEF
+from mmdkit.model.deform import effective_weights, used_slots
+from mmdkit.model.model import DEFORM_QDEF, DEFORM_SDEF
 
-__all__ = ["CpuSkinner", "skin_arrays", "prepare_normals"]
+__all__ = ["CpuSkinner", "prepare_normals", "skin_range", "skin_serial", "skin_parallel"]
 
 # vertices per parallel work item: big enough that scheduling is noise, small enough to balance
 CHUNK = 2048
 
 
 # --- small math on float32 scalars (inlined into the kernels) ----------------------------
-@njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def _mat_quat(M, b):
-    """Rotation part of M[b] (3x3, column vectors) → unit quaternion (x, y, z, w)."""
-    m00 = M[b, 0, 0]; m01 = M[b, 0, 1]; m02 = M[b, 0, 2]
-    m10 = M[b, 1, 0]; m11 = M[b, 1, 1]; m12 = M[b, 1, 2]
-    m20 = M[b, 2, 0]; m21 = M[b, 2, 1]; m22 = M[b, 2, 2]
-    tr = m00 + m11 + m22
-    if tr > 0.0:
-        s = np.sqrt(tr + 1.0) * 2.0
-        w = 0.25 * s
-        x = (m21 - m12) / s
-        y = (m02 - m20) / s
-        z = (m10 - m01) / s
-    elif m00 > m11 and m00 > m22:
-        s = np.sqrt(1.0 + m00 - m11 - m22) * 2.0
-        w = (m21 - m12) / s
-        x = 0.25 * s
-        y = (m01 + m10) / s
-        z = (m02 + m20) / s
-    elif m11 > m22:
-        s = np.sqrt(1.0 + m11 - m00 - m22) * 2.0
-        w = (m02 - m20) / s
-        x = (m01 + m10) / s
-        y = 0.25 * s
-        z = (m12 + m21) / s
-    else:
-        s = np.sqrt(1.0 + m22 - m00 - m11) * 2.0
-        w = (m10 - m01) / s
-        x = (m02 + m20) / s
-        y = (m12 + m21) / s
-        z = 0.25 * s
-    n = np.sqrt(x * x + y * y + z * z + w * w)
-    return x / n, y / n, z / n, w / n
-
-
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
 def _unit(nx, ny, nz):
     """Normalised (nx, ny, nz); (0, 1, 0) when a bone matrix squashed the normal away.
@@ -70,19 +36,34 @@ def _unit(nx, ny, nz):
 
 # --- the kernel ---------------------------------------------------------------------------
 @njit(cache=True, nogil=True, error_model="numpy")
-def _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr0, sdef_cr1,
-                offset, has_offset, out_p, out_n):
-    """Skin vertices [lo, hi). Bone slot 2 of an SDEF vertex holds its row in the sdef_* tables."""
+def skin_range(lo, hi, bone_skin, vertex_deform, vertex_bone, vertex_weight, vertex_bind_position,
+               vertex_bind_normal, sdef_c, sdef_cr0, sdef_cr1, vertex_offset, has_offset,
+               vertex_position_out, vertex_normal_out):
+    """Skin vertices [lo, hi): posed positions and unit normals, model space.
+
+    Model inputs: bone_skin (B, 4, 4) float32 skinning matrices (bone_world @ translate(-bone
+    position)); vertex_deform (V,) uint8 DEFORM_*; vertex_bone (V, 4) uint16|int32 (slot 2 of an
+    SDEF vertex = its row S in the sdef_* tables; unused slots 0); vertex_weight (V, 4) float32 from
+    ``model.deform.effective_weights``; vertex_bind_position, vertex_bind_normal (V, 3) float32 bind
+    pose (unit normals); sdef_c, sdef_cr0, sdef_cr1 (S, 3) float32 SDEF centre and blended C' points.
+    State in: vertex_offset (V, 3) float32 vertex-morph offsets, read when has_offset.
+    State out: vertex_position_out, vertex_normal_out (V, 3) float32, rows [lo, hi) written.
+    """
+    M = bone_skin  # the matrix blends below read as algebra
     for v in range(lo, hi):
         # every branch computes the skinned position (ox, oy, oz) and normal (mx, my, mz); the
         # one write at the end keeps numba from reference-counting the outputs per vertex
-        px = bind_p[v, 0]; py = bind_p[v, 1]; pz = bind_p[v, 2]
+        px = vertex_bind_position[v, 0]
+        py = vertex_bind_position[v, 1]
+        pz = vertex_bind_position[v, 2]
         if has_offset:
-            px += offset[v, 0]; py += offset[v, 1]; pz += offset[v, 2]
-        nx = bind_n[v, 0]; ny = bind_n[v, 1]; nz = bind_n[v, 2]
-        d = deform[v]
+            px += vertex_offset[v, 0]; py += vertex_offset[v, 1]; pz += vertex_offset[v, 2]
+        nx = vertex_bind_normal[v, 0]
+        ny = vertex_bind_normal[v, 1]
+        nz = vertex_bind_normal[v, 2]
+        d = vertex_deform[v]
         if d == 0:  # BDEF1: one matrix
-            b = bone[v, 0]
+            b = vertex_bone[v, 0]
             ox = M[b, 0, 0] * px + M[b, 0, 1] * py + M[b, 0, 2] * pz + M[b, 0, 3]
             oy = M[b, 1, 0] * px + M[b, 1, 1] * py + M[b, 1, 2] * pz + M[b, 1, 3]
             oz = M[b, 2, 0] * px + M[b, 2, 1] * py + M[b, 2, 2] * pz + M[b, 2, 3]
@@ -90,16 +71,16 @@ def _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr
             my = M[b, 1, 0] * nx + M[b, 1, 1] * ny + M[b, 1, 2] * nz
             mz = M[b, 2, 0] * nx + M[b, 2, 1] * ny + M[b, 2, 2] * nz
         elif d == 1 or d == 2:  # BDEF2 / BDEF4: blend the 3x4 matrices, then transform once
-            b = bone[v, 0]
-            w = weight[v, 0]
+            b = vertex_bone[v, 0]
+            w = vertex_weight[v, 0]
             a00 = w * M[b, 0, 0]; a01 = w * M[b, 0, 1]; a02 = w * M[b, 0, 2]; a03 = w * M[b, 0, 3]
             a10 = w * M[b, 1, 0]; a11 = w * M[b, 1, 1]; a12 = w * M[b, 1, 2]; a13 = w * M[b, 1, 3]
             a20 = w * M[b, 2, 0]; a21 = w * M[b, 2, 1]; a22 = w * M[b, 2, 2]; a23 = w * M[b, 2, 3]
             nk = 2 if d == 1 else 4
             for k in range(1, nk):
-                w = weight[v, k]
+                w = vertex_weight[v, k]
                 if w != 0.0:
-                    b = bone[v, k]
+                    b = vertex_bone[v, k]
                     a00 += w * M[b, 0, 0]; a01 += w * M[b, 0, 1]; a02 += w * M[b, 0, 2]; a03 += w * M[b, 0, 3]
                     a10 += w * M[b, 1, 0]; a11 += w * M[b, 1, 1]; a12 += w * M[b, 1, 2]; a13 += w * M[b, 1, 3]
                     a20 += w * M[b, 2, 0]; a21 += w * M[b, 2, 1]; a22 += w * M[b, 2, 2]; a23 += w * M[b, 2, 3]
@@ -110,13 +91,15 @@ def _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr
             my = a10 * nx + a11 * ny + a12 * nz
             mz = a20 * nx + a21 * ny + a22 * nz
         elif d == 3:  # SDEF: rotate about C by slerp(q0, q1, w1), translate by the blended C' points
-            b0 = bone[v, 0]
-            b1 = bone[v, 1]
-            s = bone[v, 2]
-            w0 = weight[v, 0]
+            b0 = vertex_bone[v, 0]
+            b1 = vertex_bone[v, 1]
+            s = vertex_bone[v, 2]
+            w0 = vertex_weight[v, 0]
             w1 = np.float32(1.0) - w0
-            x0, y0, z0, q0w = _mat_quat(M, b0)
-            x1, y1, z1, q1w = _mat_quat(M, b1)
+            x0, y0, z0, q0w = qfrom_matrix3_scalar(M[b0, 0, 0], M[b0, 0, 1], M[b0, 0, 2], M[b0, 1, 0], M[b0, 1, 1],
+                                                 M[b0, 1, 2], M[b0, 2, 0], M[b0, 2, 1], M[b0, 2, 2])
+            x1, y1, z1, q1w = qfrom_matrix3_scalar(M[b1, 0, 0], M[b1, 0, 1], M[b1, 0, 2], M[b1, 1, 0], M[b1, 1, 1],
+                                                 M[b1, 1, 2], M[b1, 2, 0], M[b1, 2, 1], M[b1, 2, 2])
             dot = x0 * x1 + y0 * y1 + z0 * z1 + q0w * q1w
             if dot < 0.0:  # shortest arc
                 x1 = -x1; y1 = -y1; z1 = -z1; q1w = -q1w; dot = -dot
@@ -148,11 +131,12 @@ def _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr
             fx = np.float32(0.0); fy = np.float32(0.0); fz = np.float32(0.0); fw = np.float32(0.0)
             first = True
             for k in range(4):
-                w = weight[v, k]
+                w = vertex_weight[v, k]
                 if w == 0.0:
                     continue
-                b = bone[v, k]
-                x, y, z, qw = _mat_quat(M, b)
+                b = vertex_bone[v, k]
+                x, y, z, qw = qfrom_matrix3_scalar(M[b, 0, 0], M[b, 0, 1], M[b, 0, 2], M[b, 1, 0], M[b, 1, 1],
+                                                  M[b, 1, 2], M[b, 2, 0], M[b, 2, 1], M[b, 2, 2])
                 if first:
                     fx = x; fy = y; fz = z; fw = qw
                     first = False
@@ -181,28 +165,34 @@ def _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr
                 ox, oy, oz = qrot_scalar(rx, ry, rz, rw, px, py, pz)
                 ox += tx; oy += ty; oz += tz
                 mx, my, mz = qrot_scalar(rx, ry, rz, rw, nx, ny, nz)
-        put3(out_p, v, ox, oy, oz)
+        put3(vertex_position_out, v, ox, oy, oz)
         nx, ny, nz = _unit(mx, my, mz)
-        put3(out_n, v, nx, ny, nz)
+        put3(vertex_normal_out, v, nx, ny, nz)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _skin_serial(M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr0, sdef_cr1,
-                 offset, has_offset, out_p, out_n):
-    _skin_range(0, deform.shape[0], M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr0,
-                sdef_cr1, offset, has_offset, out_p, out_n)
+def skin_serial(bone_skin, vertex_deform, vertex_bone, vertex_weight, vertex_bind_position,
+                vertex_bind_normal, sdef_c, sdef_cr0, sdef_cr1, vertex_offset, has_offset,
+                vertex_position_out, vertex_normal_out):
+    """All V vertices on one thread; parameters as ``skin_range``."""
+    skin_range(0, vertex_deform.shape[0], bone_skin, vertex_deform, vertex_bone, vertex_weight,
+               vertex_bind_position, vertex_bind_normal, sdef_c, sdef_cr0, sdef_cr1, vertex_offset,
+               has_offset, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def _skin_parallel(M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr0, sdef_cr1,
-                   offset, has_offset, out_p, out_n):
-    n = deform.shape[0]
+def skin_parallel(bone_skin, vertex_deform, vertex_bone, vertex_weight, vertex_bind_position,
+                  vertex_bind_normal, sdef_c, sdef_cr0, sdef_cr1, vertex_offset, has_offset,
+                  vertex_position_out, vertex_normal_out):
+    """All V vertices in chunks of ``CHUNK`` over numba's threads; parameters as ``skin_range``."""
+    n = vertex_deform.shape[0]
     nchunk = (n + CHUNK - 1) // CHUNK
     for c in prange(nchunk):
         lo = c * CHUNK
         hi = min(n, lo + CHUNK)
-        _skin_range(lo, hi, M, deform, bone, weight, bind_p, bind_n, sdef_c, sdef_cr0, sdef_cr1,
-                    offset, has_offset, out_p, out_n)
+        skin_range(lo, hi, bone_skin, vertex_deform, vertex_bone, vertex_weight, vertex_bind_position,
+                   vertex_bind_normal, sdef_c, sdef_cr0, sdef_cr1, vertex_offset, has_offset,
+                   vertex_position_out, vertex_normal_out)
 
 
 # --- precompute ---------------------------------------------------------------------------
@@ -273,26 +263,22 @@ class CpuSkinner:
         B = model.num_bones
         self.num_vertices = V
         self.num_bones = B
+        source = getattr(model, "source_path", "") or ""
         deform = np.ascontiguousarray(model.vertex_deform, np.uint8)
         if V and (deform.max() > DEFORM_QDEF):
-            raise BuildError(f"unknown vertex deform type {int(deform.max())}", section="vertex_deform")
+            raise BuildError(f"unknown vertex deform type {int(deform.max())}", path=source,
+                             section="vertex_deform")
         bone = np.asarray(model.vertex_bone_index, np.int64).copy()
-        weight = np.ascontiguousarray(model.vertex_bone_weight, np.float32).copy()
         # normalise the per-type conventions so the kernel reads only what it needs
-        weight[deform == DEFORM_BDEF1] = (1.0, 0.0, 0.0, 0.0)
-        two = (deform == DEFORM_BDEF2) | (deform == DEFORM_SDEF)
-        weight[two, 1] = 1.0 - weight[two, 0]
-        weight[two, 2:] = 0.0
-        used = weight != 0
-        used[deform == DEFORM_SDEF, :2] = True
-        used[deform == DEFORM_BDEF1, 0] = True
+        weight = effective_weights(deform, model.vertex_bone_weight)
+        used = used_slots(deform, weight)
         if V and B == 0:
-            raise BuildError("model has vertices but no bones", section="bones")
+            raise BuildError("model has vertices but no bones", path=source, section="bones")
         bad = used & ((bone < 0) | (bone >= B))
         if bad.any():
             v = int(np.nonzero(bad.any(axis=1))[0][0])
             raise BuildError(f"vertex {v} references bone {bone[v].tolist()} (model has {B} bones)",
-                             section="vertex_bone_index")
+                             path=source, section="vertex_bone_index")
         bone[~used] = 0  # unused slots may hold anything in files; make them harmless
         sdef_rows = np.nonzero(deform == DEFORM_SDEF)[0]
         bone[sdef_rows, 2] = np.arange(len(sdef_rows))
@@ -329,16 +315,7 @@ class CpuSkinner:
             off, has = self._no_offset, False
         else:
             off, has = vertex_offset, True
-        fn = _skin_parallel if (self.parallel if parallel is None else parallel) else _skin_serial
+        fn = skin_parallel if (self.parallel if parallel is None else parallel) else skin_serial
         fn(bone_skin, self.vertex_deform, self.vertex_bone, self.vertex_weight, self.bind_position,
            self.bind_normal, self.sdef_c, self.sdef_cr0, self.sdef_cr1, off, has, out_position, out_normal)
 
-
-def skin_arrays(bone_skin, deform, bone, weight, bind_position, bind_normal, sdef_c, sdef_cr0, sdef_cr1,
-                vertex_offset, out_position, out_normal, parallel=False):
-    """The kernel on raw arrays (as laid out by ``CpuSkinner``), for palettes and tests."""
-    has = vertex_offset is not None
-    off = vertex_offset if has else np.zeros((1, 3), np.float32)
-    fn = _skin_parallel if parallel else _skin_serial
-    fn(bone_skin, deform, bone, weight, bind_position, bind_normal, sdef_c, sdef_cr0, sdef_cr1,
-       off, has, out_position, out_normal)

@@ -15,22 +15,17 @@ import numpy as np
 from numba import njit
 
 from mmdkit.errors import BuildError
-from mmdkit.model.model import DEFORM_BDEF1, DEFORM_BDEF2, DEFORM_SDEF
+from mmdkit.model.deform import effective_weights, used_slots
 
 __all__ = ["PaletteBatches", "build_palette_batches", "vertex_bone_sets"]
 
 
 def vertex_bone_sets(model):
     """Bones each vertex needs in its palette: (V, 4) int32 (unused -1), sorted unique per row.
-    A slot counts when its weight is non-zero; BDEF1 needs slot 0, SDEF both of its two bones."""
+    The slots skinning reads (``model.deform.used_slots``)."""
     d = np.asarray(model.vertex_deform)
     bi = np.asarray(model.vertex_bone_index, np.int32)
-    bw = np.asarray(model.vertex_bone_weight, np.float32)
-    need = bw != 0
-    need[d == DEFORM_BDEF1] = (True, False, False, False)
-    need[d == DEFORM_BDEF2, 2:] = False
-    sd = d == DEFORM_SDEF
-    need[sd] = (True, True, False, False)
+    need = used_slots(d, effective_weights(d, model.vertex_bone_weight))
     vb = np.where(need, bi, np.int32(2 ** 31 - 1))
     vb.sort(axis=1)
     dup = np.zeros_like(need)

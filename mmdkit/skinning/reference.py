@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from mmdkit.model.model import DEFORM_BDEF1, DEFORM_BDEF2, DEFORM_BDEF4, DEFORM_QDEF, DEFORM_SDEF
-from mmdkit.skinning.bounds import effective_weights
+from mmdkit.model.deform import effective_weights
 
 __all__ = ["skin_reference", "rotation_matrices", "random_rigid", "skin_from_world", "simple_fk"]
 
@@ -106,7 +106,7 @@ def skin_reference(model, bone_skin, vertex_offset=None, bind_normal=None):
     n = n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-30)
     d = np.asarray(model.vertex_deform)
     bi = np.asarray(model.vertex_bone_index)
-    bw = effective_weights(model).astype(np.float64)
+    bw = effective_weights(model.vertex_deform, model.vertex_bone_weight).astype(np.float64)
     out_p = np.zeros_like(p)
     out_n = np.zeros_like(p)
     lin = (d == DEFORM_BDEF1) | (d == DEFORM_BDEF2) | (d == DEFORM_BDEF4)
