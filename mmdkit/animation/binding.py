@@ -69,35 +69,30 @@ def _csr(owner: np.ndarray, frame: np.ndarray, count: int):
 
 @dataclass(frozen=True, eq=False)
 class BoundMotion:
-    """A Motion's keys regrouped per model entity. Frames are float64.
-
-    bone_key_start (B+1,) int32; bone_key_frame (K,); bone_key_translation (K,3);
-    bone_key_rotation (K,4) xyzw; bone_key_curve (K,4,4) (channel, x1 y1 x2 y2);
-    bone_key_physics (K,) bool. morph_key_start (N+1,), morph_key_frame, morph_key_weight.
-    ik_key_start (Kik+1,), ik_key_frame, ik_key_enabled (uint8) per IK solver.
-    visible_key_start (2,), visible_key_frame, visible_key_value (uint8): the model's show/hide
-    property keys (one track).
+    """A Motion's keys regrouped per model entity: the keys of entity e are rows
+    [start[e], start[e+1]) of the key arrays, sorted by frame (the last key of a repeated frame
+    kept). Frames are float64 MMD frame numbers; values float64 as the sampling kernels read them.
     """
 
-    bone_key_start: np.ndarray
-    bone_key_frame: np.ndarray
-    bone_key_translation: np.ndarray
-    bone_key_rotation: np.ndarray
-    bone_key_curve: np.ndarray
-    bone_key_physics: np.ndarray
-    morph_key_start: np.ndarray
-    morph_key_frame: np.ndarray
-    morph_key_weight: np.ndarray
-    ik_key_start: np.ndarray
-    ik_key_frame: np.ndarray
-    ik_key_enabled: np.ndarray
-    visible_key_start: np.ndarray = field(default_factory=lambda: np.zeros(2, np.int32))
-    visible_key_frame: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    visible_key_value: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
-    last_frame: int = 0
-    unbound_bones: tuple[str, ...] = ()
-    unbound_morphs: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = field(default=())
+    bone_key_start: np.ndarray  # (B+1,) int32, per model bone
+    bone_key_frame: np.ndarray  # (K,) float64
+    bone_key_translation: np.ndarray  # (K, 3) float64, offset from rest, parent space
+    bone_key_rotation: np.ndarray  # (K, 4) float64 xyzw, rotation from rest, parent space
+    bone_key_curve: np.ndarray  # (K, 4, 4) float64, channel (X, Y, Z, rotation) × (x1, y1, x2, y2) in 0..1
+    bone_key_physics: np.ndarray  # (K,) bool, False: the key turns the bone's rigid bodies off
+    morph_key_start: np.ndarray  # (N+1,) int32, per model morph
+    morph_key_frame: np.ndarray  # (Km,) float64
+    morph_key_weight: np.ndarray  # (Km,) float64
+    ik_key_start: np.ndarray  # (Kik+1,) int32, per IK solver of the model
+    ik_key_frame: np.ndarray  # (Ki,) float64
+    ik_key_enabled: np.ndarray  # (Ki,) uint8, 1 on, 0 off
+    # the model's show/hide property keys (one track)
+    visible_key_start: np.ndarray = field(default_factory=lambda: np.zeros(2, np.int32))  # (2,) int32
+    visible_key_frame: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (Kv,) float64
+    visible_key_value: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # (Kv,) uint8
+    last_frame: int = 0  # the motion's largest key frame
+    unbound_bones: tuple[str, ...] = ()  # bone track names the model does not have
+    unbound_morphs: tuple[str, ...] = ()  # morph track names the model does not have
 
 
 def bind_motion(model: Model, motion: Motion | None) -> BoundMotion:

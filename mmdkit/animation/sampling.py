@@ -37,8 +37,6 @@ def bezier_weight(x1, y1, x2, y2, s):
             t = 0.0
         elif t > 1.0:
             t = 1.0
-    else:
-        pass
     # verify; if Newton failed, bisect
     it = 1.0 - t
     x = 3.0 * it * it * t * x1 + 3.0 * it * t * t * x2 + t * t * t
@@ -69,89 +67,98 @@ def _find(frames, lo, hi, f):
 
 
 @njit(**_NB)
-def sample_bones(frame, key_start, key_frame, key_t, key_q, key_curve, out_t, out_q):
-    """Fill out_t (B,3) and out_q (B,4) float64 with each bone's keyed value at ``frame``.
+def sample_bones(frame, key_start, key_frame, key_translation, key_rotation, key_curve,
+                 bone_translation_out, bone_rotation_out):
+    """Each bone's keyed local value at ``frame`` (float); bones without keys get zero
+    translation and identity rotation.
 
-    Bones without keys get zero translation and identity rotation.
+    Bound keys (see ``BoundMotion``): key_start (B+1,) int32, key rows of bone b are
+    [key_start[b], key_start[b+1]) sorted by frame; key_frame (K,) float64; key_translation (K, 3)
+    float64, parent space; key_rotation (K, 4) float64 xyzw; key_curve (K, 4, 4) float64, per
+    channel (X, Y, Z, rotation) the Bézier (x1, y1, x2, y2) in 0..1.
+    Out: bone_translation_out (B, 3), bone_rotation_out (B, 4) xyzw float64, parent space.
     """
-    B = out_t.shape[0]
-    for b in range(B):
+    for b in range(bone_translation_out.shape[0]):
         s0 = key_start[b]
         s1 = key_start[b + 1]
         if s0 == s1:
-            out_t[b, 0] = 0.0
-            out_t[b, 1] = 0.0
-            out_t[b, 2] = 0.0
-            out_q[b, 0] = 0.0
-            out_q[b, 1] = 0.0
-            out_q[b, 2] = 0.0
-            out_q[b, 3] = 1.0
+            bone_translation_out[b, 0] = 0.0
+            bone_translation_out[b, 1] = 0.0
+            bone_translation_out[b, 2] = 0.0
+            bone_rotation_out[b, 0] = 0.0
+            bone_rotation_out[b, 1] = 0.0
+            bone_rotation_out[b, 2] = 0.0
+            bone_rotation_out[b, 3] = 1.0
             continue
         i = _find(key_frame, s0, s1, frame)
         if i == s0 or i == s1:
             k = s0 if i == s0 else s1 - 1
             for c in range(3):
-                out_t[b, c] = key_t[k, c]
+                bone_translation_out[b, c] = key_translation[k, c]
             for c in range(4):
-                out_q[b, c] = key_q[k, c]
+                bone_rotation_out[b, c] = key_rotation[k, c]
             continue
         a = i - 1
         span = key_frame[i] - key_frame[a]
         s = (frame - key_frame[a]) / span
         for c in range(3):
             w = bezier_weight(key_curve[i, c, 0], key_curve[i, c, 1], key_curve[i, c, 2], key_curve[i, c, 3], s)
-            out_t[b, c] = key_t[a, c] + (key_t[i, c] - key_t[a, c]) * w
+            bone_translation_out[b, c] = key_translation[a, c] + (key_translation[i, c] - key_translation[a, c]) * w
         w = bezier_weight(key_curve[i, 3, 0], key_curve[i, 3, 1], key_curve[i, 3, 2], key_curve[i, 3, 3], s)
-        q = qslerp_scalar(key_q[a, 0], key_q[a, 1], key_q[a, 2], key_q[a, 3],
-                          key_q[i, 0], key_q[i, 1], key_q[i, 2], key_q[i, 3], w)
+        q = qslerp_scalar(key_rotation[a, 0], key_rotation[a, 1], key_rotation[a, 2], key_rotation[a, 3],
+                          key_rotation[i, 0], key_rotation[i, 1], key_rotation[i, 2], key_rotation[i, 3], w)
         for c in range(4):
-            out_q[b, c] = q[c]
+            bone_rotation_out[b, c] = q[c]
 
 
 @njit(**_NB)
-def sample_bone_physics(frame, key_start, key_frame, key_physics, out_enabled):
-    """out_enabled (B,) bool: the per-key physics flag of the last key at or before frame."""
-    for b in range(out_enabled.shape[0]):
+def sample_bone_physics(frame, key_start, key_frame, key_physics, bone_physics_out):
+    """bone_physics_out (B,) bool: the per-key physics flag (key_physics (K,) bool) of each bone's
+    last key at or before ``frame``, True for bones without keys. key_start (B+1,) int32 and
+    key_frame (K,) float64 as in ``sample_bones``."""
+    for b in range(bone_physics_out.shape[0]):
         s0 = key_start[b]
         s1 = key_start[b + 1]
         if s0 == s1:
-            out_enabled[b] = True
+            bone_physics_out[b] = True
             continue
         i = _find(key_frame, s0, s1, frame)
-        out_enabled[b] = key_physics[s0] if i == s0 else key_physics[i - 1]
+        bone_physics_out[b] = key_physics[s0] if i == s0 else key_physics[i - 1]
 
 
 @njit(**_NB)
-def sample_scalars(frame, key_start, key_frame, key_value, out):
-    """Linear sampling of per-entity scalar tracks (morph weights) into out (N,)."""
-    for m in range(out.shape[0]):
+def sample_scalars(frame, key_start, key_frame, key_value, value_out):
+    """Linear sampling of per-entity scalar tracks (morph weights): value_out (N,) float64 from
+    key_start (N+1,) int32, key_frame (K,) float64 and key_value (K,) float64; 0 without keys."""
+    for m in range(value_out.shape[0]):
         s0 = key_start[m]
         s1 = key_start[m + 1]
         if s0 == s1:
-            out[m] = 0.0
+            value_out[m] = 0.0
             continue
         i = _find(key_frame, s0, s1, frame)
         if i == s0:
-            out[m] = key_value[s0]
+            value_out[m] = key_value[s0]
         elif i == s1:
-            out[m] = key_value[s1 - 1]
+            value_out[m] = key_value[s1 - 1]
         else:
             a = i - 1
             s = (frame - key_frame[a]) / (key_frame[i] - key_frame[a])
-            out[m] = key_value[a] + (key_value[i] - key_value[a]) * s
+            value_out[m] = key_value[a] + (key_value[i] - key_value[a]) * s
 
 
 @njit(**_NB)
-def sample_steps(frame, key_start, key_frame, key_value, out):
-    """Step sampling (IK on/off): value of the last key at or before frame, default 1."""
-    for k in range(out.shape[0]):
+def sample_steps(frame, key_start, key_frame, key_value, value_out):
+    """Step sampling (IK on/off, visibility): value_out (N,) uint8 = key_value (K,) uint8 of the
+    last key at or before ``frame``, 1 before the first key and without keys."""
+    for k in range(value_out.shape[0]):
         s0 = key_start[k]
         s1 = key_start[k + 1]
         if s0 == s1:
-            out[k] = 1
+            value_out[k] = 1
             continue
         i = _find(key_frame, s0, s1, frame)
-        out[k] = 1 if i == s0 else key_value[i - 1]
+        value_out[k] = 1 if i == s0 else key_value[i - 1]
 
 
 def sample_bone_tracks(bound, frames) -> tuple[np.ndarray, np.ndarray]:
