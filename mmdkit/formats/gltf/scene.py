@@ -1,0 +1,120 @@
+"""glTF node hierarchy: rest TRS, local and world matrices, scenes.
+
+In: the root JSON ``Obj``. Out: node arrays (parent, order, TRS, local/world matrices, mesh and
+skin links) with the hierarchy checked (child indices in range, one parent each, no cycles).
+Also the vectorised transform helpers the animation sampler and tests use:
+``trs_matrices`` (T, R, S → (…, 4, 4)) and ``world_matrices`` (locals → worlds over the tree).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mmdkit.formats.gltf.jsonpath import Obj
+from mmdkit.mathutil import qfrom_matrix3_scalar
+
+
+def quat_matrices(q: np.ndarray) -> np.ndarray:
+    """(…, 4) quaternions (x, y, z, w), normalised here → (…, 3, 3) float64 rotations."""
+    q = np.asarray(q, np.float64)
+    q = q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), 1e-30)
+    x, y, z, w = np.moveaxis(q, -1, 0)
+    return np.stack([
+        1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
+        2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+        2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1).reshape(q.shape[:-1] + (3, 3))
+
+
+def trs_matrices(translation, rotation, scale) -> np.ndarray:
+    """(…, 3), (…, 4) x y z w, (…, 3) → (…, 4, 4) float64 = T · R · S."""
+    t = np.asarray(translation, np.float64)
+    m = np.zeros(t.shape[:-1] + (4, 4))
+    m[..., :3, :3] = quat_matrices(rotation) * np.asarray(scale, np.float64)[..., None, :]
+    m[..., :3, 3] = t
+    m[..., 3, 3] = 1.0
+    return m
+
+
+def world_matrices(node_parent: np.ndarray, node_order: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """Local matrices (…, N, 4, 4) → world matrices (…, N, 4, 4) float64 (parents first)."""
+    world = np.array(local, np.float64)
+    for i in node_order:
+        p = node_parent[i]
+        if p >= 0:
+            world[..., i, :, :] = world[..., p, :, :] @ world[..., i, :, :]
+    return world
+
+
+def _decompose(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """4×4 affine → (translation, rotation xyzw, scale, exact) — exact False with shear."""
+    a = m[:3, :3]
+    s = np.linalg.norm(a, axis=0)
+    if np.linalg.det(a) < 0:
+        s[0] = -s[0]
+    r = a / np.where(s == 0, 1.0, s)
+    q = np.array(qfrom_matrix3_scalar(*r.ravel().tolist()))
+    exact = bool(np.allclose(trs_matrices(m[:3, 3], q, s), m, atol=1e-5 * max(1.0, np.abs(m).max())))
+    return m[:3, 3], q, s, exact
+
+
+def _hierarchy(nodes: list[Obj], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Parents (N,) int32 and a parents-first order (N,) int32; one parent each, no cycles."""
+    parent = np.full(n, -1, np.int32)
+    children: list[list[int]] = []
+    for i, o in enumerate(nodes):
+        kids = o.ints("children", n, [])
+        for k, c in enumerate(kids):
+            if parent[c] >= 0 or c == i:
+                raise o.error(f"children[{k}]", f"node {c} already has parent {parent[c]}"
+                              if c != i else f"node {c} is its own child")
+            parent[c] = i
+        children.append(kids)
+    order, stack = [], [i for i in range(n) if parent[i] < 0]
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        stack.extend(children[i])
+    if len(order) != n:
+        cyc = sorted(set(range(n)) - set(order))[0]
+        raise nodes[cyc].error(None, "is part of a cycle in the node hierarchy")
+    return parent, np.array(order, np.int32)
+
+
+def read_nodes(root: Obj, n_meshes: int, n_skins: int, warnings: list[str]) -> dict:
+    """``nodes`` and ``scenes`` → the node_* and scene fields of ``GltfAsset``."""
+    nodes = root.objs("nodes")
+    n = len(nodes)
+    t, r, s = np.zeros((n, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (n, 1)), np.ones((n, 3))
+    has_matrix, local = np.zeros(n, bool), np.zeros((n, 4, 4))
+    mesh, skin, names, weights = np.full(n, -1, np.int32), np.full(n, -1, np.int32), [], []
+    for i, o in enumerate(nodes):
+        names.append(o.str("name", ""))
+        mesh[i] = o.int("mesh", -1, hi=n_meshes)
+        skin[i] = o.int("skin", -1, hi=n_skins)
+        weights.append(np.array(o.floats("weights", len(o.d["weights"])), np.float32)
+                       if isinstance(o.d.get("weights"), list) else None)
+        if o.has("matrix"):
+            local[i] = np.array(o.floats("matrix", 16), np.float64).reshape(4, 4).T
+            t[i], r[i], s[i], exact = _decompose(local[i])
+            has_matrix[i] = True
+            if not exact:
+                warnings.append(f"nodes[{i}].matrix has shear; its TRS is approximate")
+        else:
+            t[i] = o.floats("translation", 3, [0.0, 0.0, 0.0])
+            r[i] = o.floats("rotation", 4, [0.0, 0.0, 0.0, 1.0])
+            s[i] = o.floats("scale", 3, [1.0, 1.0, 1.0])
+    local[~has_matrix] = trs_matrices(t[~has_matrix], r[~has_matrix], s[~has_matrix])
+    parent, order = _hierarchy(nodes, n)
+    scenes = tuple(np.array(sc.ints("nodes", n, []), np.int32) for sc in root.objs("scenes"))
+    for k, roots in enumerate(scenes):
+        bad = roots[parent[roots] >= 0] if len(roots) else roots
+        if len(bad):
+            raise root.error(f"scenes[{k}].nodes", f"node {bad[0]} is not a root (it has a parent)")
+    default = root.int("scene", 0, hi=len(scenes)) if scenes else -1
+    return dict(node_name=tuple(names), node_parent=parent, node_order=order,
+                node_translation=t.astype(np.float32), node_rotation=r.astype(np.float32),
+                node_scale=s.astype(np.float32), node_has_matrix=has_matrix,
+                node_local=local.astype(np.float32),
+                node_world=world_matrices(parent, order, local).astype(np.float32),
+                node_mesh=mesh, node_skin=skin, node_target_weight=tuple(weights),
+                scene_root=scenes, scene=default)
