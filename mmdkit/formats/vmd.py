@@ -4,6 +4,8 @@ property/IK keys).
 In (read): the bytes of a .vmd file. Out: a frozen ``Motion`` with per-track key arrays read
 by numpy structured dtypes (no Python loop per key). Raw name fields and the 64-byte bone
 interpolation blocks are kept, so ``write_vmd(read_vmd(b)) == b`` for well-formed files.
+Each fixed-size key section has one record table (``SECTIONS``) whose field names are the
+``Motion`` fields without the section prefix; the reader and the writer both use it.
 
 Quirks (see docs/formats.md): a header without " 0002" ("Vocaloid Motion Data" + NULs) is read
 as the 20-byte-name layout with a warning; the old "Vocaloid Motion Data file" header uses a
@@ -18,18 +20,26 @@ import numpy as np
 from mmdkit.animation.build import build_motion
 from mmdkit.animation.curves import PHYSICS_OFF, bone_key_physics
 from mmdkit.animation.motion import Motion
-from mmdkit.formats.binary import BinaryReader, BinaryWriter
+from mmdkit.formats.binary import BinaryReader, BinaryWriter, record
 from mmdkit.text import decode_cp932, decode_field, encode_cp932, encode_field, strip_field
 
 MAGIC_NEW = b"Vocaloid Motion Data 0002"
 MAGIC_OLD = b"Vocaloid Motion Data file"
+HEADER_SIZE, TRACK_NAME_SIZE, IK_NAME_SIZE = 30, 15, 20
 
-BONE_KEY = np.dtype([("name", "u1", 15), ("frame", "<u4"), ("t", "<f4", 3), ("q", "<f4", 4), ("ip", "u1", 64)])
-MORPH_KEY = np.dtype([("name", "u1", 15), ("frame", "<u4"), ("w", "<f4")])
-CAMERA_KEY = np.dtype([("frame", "<u4"), ("d", "<f4"), ("p", "<f4", 3), ("r", "<f4", 3), ("ip", "u1", 24),
-                       ("fov", "<u4"), ("persp", "u1")])
-LIGHT_KEY = np.dtype([("frame", "<u4"), ("c", "<f4", 3), ("d", "<f4", 3)])
-SHADOW_KEY = np.dtype([("frame", "<u4"), ("mode", "u1"), ("d", "<f4")])
+# (section name, Motion field prefix, record); "name" is a track name field, the rest are
+# Motion fields prefix + name
+SECTIONS = (
+    ("bone keys", "bone_key_", record([("name", "B", TRACK_NAME_SIZE), ("frame", "I", 1), ("translation", "f", 3),
+                                       ("rotation", "f", 4), ("interpolation", "B", 64)])),
+    ("morph keys", "morph_key_", record([("name", "B", TRACK_NAME_SIZE), ("frame", "I", 1), ("weight", "f", 1)])),
+    ("camera keys", "camera_key_", record([("frame", "I", 1), ("distance", "f", 1), ("position", "f", 3),
+                                           ("rotation", "f", 3), ("interpolation", "B", 24), ("fov", "I", 1),
+                                           ("perspective", "B", 1)])),
+    ("light keys", "light_key_", record([("frame", "I", 1), ("color", "f", 3), ("direction", "f", 3)])),
+    ("self-shadow keys", "shadow_key_", record([("frame", "I", 1), ("mode", "B", 1), ("distance", "f", 1)])),
+)
+PROPERTY_KEYS = "property keys"  # variable size: frame u32, visible u8, n u32, n × (name[20], on u8)
 
 def _tracks(names: np.ndarray, warnings: list, what: str):
     """(K, n) uint8 name fields → (track index per key, names, stripped bytes) in first-seen order."""
@@ -56,9 +66,22 @@ def _tracks(names: np.ndarray, warnings: list, what: str):
 def read_vmd(data: bytes, path: str = "") -> Motion:
     """Parse a VMD file into a frozen ``Motion``."""
     r = BinaryReader(data, path)
-    r.section = "header"
-    head = r.raw(30)
     extras: dict = {"format": "vmd"}
+    f = _read_header(r, extras)
+    for name, prefix, dt in SECTIONS:
+        _read_key_section(r, f, extras, name, prefix, dt)
+    _read_property_keys(r, f, extras)
+    if r.remaining:
+        extras["trailing"] = data[r.pos:]
+        r.warnings.append(f"{r.remaining} bytes after the last section (byte {r.pos}) kept but ignored")
+    f.update(source_path=str(path), source_extras=extras, warnings=tuple(r.warnings))
+    return build_motion(f)  # derives bone_key_physics from the interpolation blocks
+
+
+def _read_header(r: BinaryReader, extras: dict) -> dict:
+    """Header variant and model name → Motion fields ``model_name``/``model_name_bytes``."""
+    r.section = "header"
+    head = r.raw(HEADER_SIZE)
     if head.startswith(MAGIC_NEW):
         name_len, version = 20, "0002"
     elif head.startswith(MAGIC_OLD):
@@ -68,96 +91,69 @@ def read_vmd(data: bytes, path: str = "") -> Motion:
         r.warnings.append('header lacks the " 0002" version tag; read with the 20-byte model name layout')
     else:
         raise r.error(f"not a VMD file (header {head[:25]!r})", 0)
-    extras["header"] = head
-    extras["version"] = version
     raw_name = r.raw(name_len)
-    extras["model_name_field"] = raw_name
+    extras.update(header=head, version=version, model_name_field=raw_name)
     model_name, model_name_bytes, w = decode_field(raw_name)
     if w:
         r.warnings.append(f"model name: {w}")
-    f: dict = {"model_name": model_name, "model_name_bytes": model_name_bytes}
+    return {"model_name": model_name, "model_name_bytes": model_name_bytes}
 
-    def section(name, dtype):
-        r.section = name
-        if r.remaining == 0:
-            extras.setdefault("missing_sections", []).append(name)
-            return np.zeros(0, dtype)
-        if r.remaining < 4:
-            raise r.error(f"{r.remaining} stray bytes where the {name} count should be")
-        n = r.u32_count(dtype.itemsize, name[:-1] if name.endswith("s") else name)
-        return r.array(dtype, n)
 
-    bk = section("bone keys", BONE_KEY)
-    track, names, raw = _tracks(bk["name"], r.warnings, "bone keys")
-    ip = np.ascontiguousarray(bk["ip"])
-    f.update(bone_track_name=names, bone_track_name_bytes=raw, bone_key_track=track,
-             bone_key_frame=np.ascontiguousarray(bk["frame"]), bone_key_translation=np.ascontiguousarray(bk["t"]),
-             bone_key_rotation=np.ascontiguousarray(bk["q"]), bone_key_interpolation=ip,
-             bone_key_physics=bone_key_physics(ip))
-    extras["bone_key_name_field"] = bk["name"]
+def _section_count(r: BinaryReader, extras: dict, name: str, item_size: int, what: str, label: str):
+    """The key count of a section, or None when the file ends before it (a missing section)."""
+    r.section = name
+    if r.remaining == 0:
+        extras.setdefault("missing_sections", []).append(name)
+        return None
+    if r.remaining < 4:
+        raise r.error(f"{r.remaining} stray bytes where the {label} count should be")
+    return r.u32_count(item_size, what)
 
-    mk = section("morph keys", MORPH_KEY)
-    track, names, raw = _tracks(mk["name"], r.warnings, "morph keys")
-    f.update(morph_track_name=names, morph_track_name_bytes=raw, morph_key_track=track,
-             morph_key_frame=np.ascontiguousarray(mk["frame"]), morph_key_weight=np.ascontiguousarray(mk["w"]))
-    extras["morph_key_name_field"] = mk["name"]
 
-    ck = section("camera keys", CAMERA_KEY)
-    f.update(camera_key_frame=np.ascontiguousarray(ck["frame"]), camera_key_distance=np.ascontiguousarray(ck["d"]),
-             camera_key_position=np.ascontiguousarray(ck["p"]), camera_key_rotation=np.ascontiguousarray(ck["r"]),
-             camera_key_interpolation=np.ascontiguousarray(ck["ip"]), camera_key_fov=np.ascontiguousarray(ck["fov"]),
-             camera_key_perspective=np.ascontiguousarray(ck["persp"]))
-    lk = section("light keys", LIGHT_KEY)
-    f.update(light_key_frame=np.ascontiguousarray(lk["frame"]), light_key_color=np.ascontiguousarray(lk["c"]),
-             light_key_direction=np.ascontiguousarray(lk["d"]))
-    sk = section("self-shadow keys", SHADOW_KEY)
-    f.update(shadow_key_frame=np.ascontiguousarray(sk["frame"]), shadow_key_mode=np.ascontiguousarray(sk["mode"]),
-             shadow_key_distance=np.ascontiguousarray(sk["d"]))
+def _read_key_section(r: BinaryReader, f: dict, extras: dict, name: str, prefix: str, dt: np.dtype) -> None:
+    """One fixed-size key section → ``<prefix><field>`` arrays (+ track names for bone/morph)."""
+    n = _section_count(r, extras, name, dt.itemsize, name[:-1], name)
+    keys = r.array(dt, n) if n is not None else np.zeros(0, dt)
+    for field in dt.names:
+        if field != "name":
+            f[prefix + field] = np.ascontiguousarray(keys[field])
+    if "name" in dt.names:
+        kind = prefix.split("_")[0]
+        track, names, raw = _tracks(keys["name"], r.warnings, name)
+        f.update({f"{kind}_track_name": names, f"{kind}_track_name_bytes": raw, f"{prefix}track": track})
+        extras[f"{prefix}name_field"] = keys["name"]
 
-    # property keys: variable size (frame u32, visible u8, n u32, n × (name[20], on u8))
-    r.section = "property keys"
+
+def _read_property_keys(r: BinaryReader, f: dict, extras: dict) -> None:
+    """Property keys: visibility and per-IK on/off switches (IK names become tracks)."""
     pframe, pvis, pstart, ptrack, pon, pfields = [], [], [0], [], [], []
     ik_index: dict[bytes, int] = {}
     ik_names: list[str] = []
     ik_raw: list[bytes] = []
-    if r.remaining == 0:
-        extras.setdefault("missing_sections", []).append("property keys")
-    elif r.remaining < 4:
-        raise r.error(f"{r.remaining} stray bytes where the property key count should be")
-    else:
-        n = r.u32_count(9, "property key")
-        for _ in range(n):
-            pframe.append(r.u32())
-            pvis.append(r.u8())
-            m = r.u32_count(21, "IK switch")
-            for _ in range(m):
-                field = r.raw(20)
-                on = r.u8()
-                pfields.append(field)
-                b = strip_field(field)
-                t = ik_index.get(b)
-                if t is None:
-                    t = ik_index[b] = len(ik_raw)
-                    s, w = decode_cp932(b)
-                    if w:
-                        r.warnings.append(f"property keys: {w}")
-                    ik_names.append(s)
-                    ik_raw.append(b)
-                ptrack.append(t)
-                pon.append(on)
-            pstart.append(len(ptrack))
+    n = _section_count(r, extras, PROPERTY_KEYS, 9, "property key", "property key") or 0
+    for _ in range(n):
+        pframe.append(r.u32())
+        pvis.append(r.u8())
+        for _ in range(r.u32_count(IK_NAME_SIZE + 1, "IK switch")):
+            field = r.raw(IK_NAME_SIZE)
+            pon.append(r.u8())
+            pfields.append(field)
+            b = strip_field(field)
+            t = ik_index.get(b)
+            if t is None:
+                t = ik_index[b] = len(ik_raw)
+                s, w = decode_cp932(b)
+                if w:
+                    r.warnings.append(f"property keys: {w}")
+                ik_names.append(s)
+                ik_raw.append(b)
+            ptrack.append(t)
+        pstart.append(len(ptrack))
     extras["property_ik_name_field"] = tuple(pfields)
     f.update(property_key_frame=np.array(pframe, np.uint32), property_key_visible=np.array(pvis, np.uint8),
              property_ik_name=tuple(ik_names), property_ik_name_bytes=tuple(ik_raw),
              property_ik_start=np.array(pstart, np.int32), property_ik_track=np.array(ptrack, np.int32),
              property_ik_enabled=np.array(pon, np.uint8))
-    if r.remaining:
-        extras["trailing"] = data[r.pos:]
-        r.warnings.append(f"{r.remaining} bytes after the last section (byte {r.pos}) kept but ignored")
-    f["source_path"] = str(path)
-    f["source_extras"] = extras
-    f["warnings"] = tuple(r.warnings)
-    return build_motion(f)
 
 
 def _name_fields(track_bytes, key_track, extras_field, size):
@@ -172,8 +168,7 @@ def _name_fields(track_bytes, key_track, extras_field, size):
             return extras_field
     table = np.zeros((len(track_bytes), size), np.uint8)
     for i, b in enumerate(track_bytes):
-        fld = encode_field(b, size)
-        table[i] = np.frombuffer(fld, np.uint8)
+        table[i] = np.frombuffer(encode_field(b, size), np.uint8)
     return table[key_track] if k else np.zeros((0, size), np.uint8)
 
 
@@ -188,18 +183,34 @@ def _names_bytes(names, raw):
     return out
 
 
-def _arr(a, shape, dtype):
-    return np.zeros(shape, dtype) if a is None else np.asarray(a, dtype)
-
-
 def write_vmd(motion: Motion) -> bytes:
     """Serialise a ``Motion`` to VMD bytes (header variant and raw names kept when known)."""
     ex = motion.source_extras or {}
     w = BinaryWriter()
+    _write_header(w, motion, ex)
+    missing = set(ex.get("missing_sections", ()))
+    counts = [getattr(motion, f"num_{prefix.split('_')[0]}_keys") for _, prefix, _ in SECTIONS]
+    names = [name for name, _, _ in SECTIONS] + [PROPERTY_KEYS]
+    counts.append(motion.num_property_keys)
+    # sections absent in the source stay absent when they and everything after them are empty
+    cut = len(names)
+    while cut > 1 and names[cut - 1] in missing and counts[cut - 1] == 0:
+        cut -= 1
+    for (_, prefix, dt), n in list(zip(SECTIONS, counts))[:cut]:
+        w.u32(n)
+        w.array(_key_records(motion, ex, prefix, dt, n))
+    if cut == len(names):
+        _write_property_keys(w, motion, ex)
+    if ex.get("trailing"):
+        w.raw(ex["trailing"])
+    return w.getvalue()
+
+
+def _write_header(w: BinaryWriter, motion: Motion, ex: dict) -> None:
     head = ex.get("header")
     version = ex.get("version", "0002")
-    if not isinstance(head, (bytes, bytearray)) or len(head) != 30:
-        head = encode_field(MAGIC_NEW, 30)
+    if not isinstance(head, (bytes, bytearray)) or len(head) != HEADER_SIZE:
+        head = encode_field(MAGIC_NEW, HEADER_SIZE)
         version = "0002"
     name_len = 10 if version == "0001" else 20
     w.raw(head)
@@ -211,87 +222,45 @@ def write_vmd(motion: Motion) -> bytes:
             motion.model_name_bytes else motion.model_name
         w.raw(encode_field(b, name_len))
 
-    kb = motion.num_bone_keys
-    a = np.zeros(kb, BONE_KEY)
-    if kb:
-        tb = _names_bytes(motion.bone_track_name, motion.bone_track_name_bytes)
-        a["name"] = _name_fields(tb, np.asarray(motion.bone_key_track), ex.get("bone_key_name_field"), 15)
-        a["frame"] = motion.bone_key_frame
-        a["t"] = motion.bone_key_translation
-        a["q"] = motion.bone_key_rotation
-        ip = np.array(motion.bone_key_interpolation, np.uint8)
-        if motion.bone_key_physics is not None and len(motion.bone_key_physics) == kb:
-            # the derived flag wins where it disagrees with the block (set through replace())
-            want_off = ~np.asarray(motion.bone_key_physics, bool)
-            is_off = ~bone_key_physics(ip)
-            ip[want_off & ~is_off, 2:4] = PHYSICS_OFF
-            ip[~want_off & is_off, 2:4] = 0
-        a["ip"] = ip
-    w.u32(kb)
-    w.array(a)
-    missing = set(ex.get("missing_sections", ()))
 
-    km = motion.num_morph_keys
-    a = np.zeros(km, MORPH_KEY)
-    if km:
-        tb = _names_bytes(motion.morph_track_name, motion.morph_track_name_bytes)
-        a["name"] = _name_fields(tb, np.asarray(motion.morph_key_track), ex.get("morph_key_name_field"), 15)
-        a["frame"] = motion.morph_key_frame
-        a["w"] = motion.morph_key_weight
-    rest = [("morph keys", km), ("camera keys", motion.num_camera_keys), ("light keys", motion.num_light_keys),
-            ("self-shadow keys", motion.num_shadow_keys), ("property keys", motion.num_property_keys)]
-    # sections absent in the source stay absent when they and everything after them are empty
-    cut = len(rest)
-    for i in range(len(rest) - 1, -1, -1):
-        if rest[i][0] in missing and rest[i][1] == 0:
-            cut = i
+def _key_records(motion: Motion, ex: dict, prefix: str, dt: np.dtype, n: int) -> np.ndarray:
+    """One fixed-size key section's (n,) records from the Motion fields ``<prefix><field>``."""
+    a = np.zeros(n, dt)
+    if not n:
+        return a
+    kind = prefix.split("_")[0]
+    for field in dt.names:
+        if field == "name":
+            tb = _names_bytes(getattr(motion, f"{kind}_track_name"), getattr(motion, f"{kind}_track_name_bytes"))
+            a["name"] = _name_fields(tb, np.asarray(getattr(motion, prefix + "track")), ex.get(prefix + "name_field"),
+                                     TRACK_NAME_SIZE)
         else:
-            break
-    if cut > 0:
-        w.u32(km)
-        w.array(a)
-    if cut > 1:
-        kc = motion.num_camera_keys
-        a = np.zeros(kc, CAMERA_KEY)
-        if kc:
-            a["frame"], a["d"], a["p"], a["r"] = (motion.camera_key_frame, motion.camera_key_distance,
-                                                  motion.camera_key_position, motion.camera_key_rotation)
-            a["ip"], a["fov"], a["persp"] = (motion.camera_key_interpolation, motion.camera_key_fov,
-                                             motion.camera_key_perspective)
-        w.u32(kc)
-        w.array(a)
-    if cut > 2:
-        kl = motion.num_light_keys
-        a = np.zeros(kl, LIGHT_KEY)
-        if kl:
-            a["frame"], a["c"], a["d"] = motion.light_key_frame, motion.light_key_color, motion.light_key_direction
-        w.u32(kl)
-        w.array(a)
-    if cut > 3:
-        ks = motion.num_shadow_keys
-        a = np.zeros(ks, SHADOW_KEY)
-        if ks:
-            a["frame"], a["mode"], a["d"] = motion.shadow_key_frame, motion.shadow_key_mode, motion.shadow_key_distance
-        w.u32(ks)
-        w.array(a)
-    if cut > 4:
-        kp = motion.num_property_keys
-        w.u32(kp)
-        names = _names_bytes(motion.property_ik_name, motion.property_ik_name_bytes)
-        fields = ex.get("property_ik_name_field") or ()
-        start = motion.property_ik_start
-        track = motion.property_ik_track if motion.property_ik_track is not None else np.zeros(0, np.int32)
-        use_raw = len(fields) == len(track) and all(strip_field(fields[i]) == names[int(track[i])][:20]
-                                                    for i in range(len(track)))
-        for k in range(kp):
-            w.u32(int(motion.property_key_frame[k]))
-            w.u8(int(motion.property_key_visible[k]))
-            s0, s1 = int(start[k]), int(start[k + 1])
-            w.u32(s1 - s0)
-            for i in range(s0, s1):
-                w.raw(fields[i] if use_raw else encode_field(names[int(track[i])], 20))
-                w.u8(int(motion.property_ik_enabled[i]))
-    tr = ex.get("trailing")
-    if tr:
-        w.raw(tr)
-    return w.getvalue()
+            a[field] = getattr(motion, prefix + field)
+    if prefix == "bone_key_" and motion.bone_key_physics is not None and len(motion.bone_key_physics) == n:
+        # the derived flag wins where it disagrees with the block (set through replace())
+        ip = np.array(motion.bone_key_interpolation, np.uint8)
+        want_off = ~np.asarray(motion.bone_key_physics, bool)
+        is_off = ~bone_key_physics(ip)
+        ip[want_off & ~is_off, 2:4] = PHYSICS_OFF
+        ip[~want_off & is_off, 2:4] = 0
+        a["interpolation"] = ip
+    return a
+
+
+def _write_property_keys(w: BinaryWriter, motion: Motion, ex: dict) -> None:
+    kp = motion.num_property_keys
+    w.u32(kp)
+    names = _names_bytes(motion.property_ik_name, motion.property_ik_name_bytes)
+    fields = ex.get("property_ik_name_field") or ()
+    start = motion.property_ik_start
+    track = motion.property_ik_track if motion.property_ik_track is not None else np.zeros(0, np.int32)
+    use_raw = len(fields) == len(track) and all(strip_field(fields[i]) == names[int(track[i])][:IK_NAME_SIZE]
+                                                for i in range(len(track)))
+    for k in range(kp):
+        w.u32(int(motion.property_key_frame[k]))
+        w.u8(int(motion.property_key_visible[k]))
+        s0, s1 = int(start[k]), int(start[k + 1])
+        w.u32(s1 - s0)
+        for i in range(s0, s1):
+            w.raw(fields[i] if use_raw else encode_field(names[int(track[i])], IK_NAME_SIZE))
+            w.u8(int(motion.property_ik_enabled[i]))
