@@ -1,1 +1,7 @@
-"""mmdkit.animation"""
+"""mmdkit.animation — keyframe data and how it is sampled.
+
+``motion.Motion``/``Pose`` (frozen key arrays), ``build.build_motion`` (validation),
+``builder.MotionBuilder``, ``curves`` (VMD interpolation bytes), ``binding.bind_motion`` (tracks →
+model bones/morphs/IK, with a report), ``sampling``/``camera`` (values at a frame), ``vpd`` (poses
+as motions). Imports only the model and base layers.
+"""

@@ -2,7 +2,7 @@
 
 In: ``Model``, ``Motion``. Out: ``BoundMotion`` — per model bone/morph/IK solver a contiguous
 range of keys sorted by frame (CSR arrays, float64 frames), ready for the sampling kernels,
-plus the names of tracks that matched nothing.
+plus the names of tracks that matched nothing (``BoundMotion.report()`` → ``BindingReport``).
 Names match exactly, else when a track's raw cp932 bytes (VMD truncates at 15 bytes) are a
 prefix of the model name's cp932 encoding.
 """
@@ -67,6 +67,43 @@ def _csr(owner: np.ndarray, frame: np.ndarray, count: int):
     return np.cumsum(start).astype(np.int32), idx
 
 
+_SHOWN_NAMES = 8  # unbound names a report lists before "(+n more)"
+
+
+@dataclass(frozen=True)
+class BindingReport:
+    """How a motion's bone and morph tracks bound to a model; ``str()`` is one line for the CLI:
+    "bound 180/190 bone tracks, 40/45 morph tracks; unbound bones: a, b; unbound morphs: c"."""
+
+    bone_tracks: int  # bone tracks in the motion
+    morph_tracks: int  # morph tracks in the motion
+    unbound_bones: tuple[str, ...] = ()  # bone track names the model does not have
+    unbound_morphs: tuple[str, ...] = ()  # morph track names the model does not have
+
+    @property
+    def bound_bones(self) -> int:
+        return self.bone_tracks - len(self.unbound_bones)
+
+    @property
+    def bound_morphs(self) -> int:
+        return self.morph_tracks - len(self.unbound_morphs)
+
+    @property
+    def complete(self) -> bool:
+        """True when every bone and morph track found its bone or morph."""
+        return not (self.unbound_bones or self.unbound_morphs)
+
+    def __str__(self) -> str:
+        text = (f"bound {self.bound_bones}/{self.bone_tracks} bone tracks, "
+                f"{self.bound_morphs}/{self.morph_tracks} morph tracks")
+        for what, names in (("bones", self.unbound_bones), ("morphs", self.unbound_morphs)):
+            if names:
+                more = len(names) - _SHOWN_NAMES
+                text += f"; unbound {what}: " + ", ".join(names[:_SHOWN_NAMES])
+                text += f" (+{more} more)" if more > 0 else ""
+        return text
+
+
 @dataclass(frozen=True, eq=False)
 class BoundMotion:
     """A Motion's keys regrouped per model entity: the keys of entity e are rows
@@ -93,6 +130,13 @@ class BoundMotion:
     last_frame: int = 0  # the motion's largest key frame
     unbound_bones: tuple[str, ...] = ()  # bone track names the model does not have
     unbound_morphs: tuple[str, ...] = ()  # morph track names the model does not have
+    num_bone_tracks: int = 0  # bone tracks in the motion, bound or not
+    num_morph_tracks: int = 0  # morph tracks in the motion, bound or not
+
+    def report(self) -> BindingReport:
+        """How many bone/morph tracks bound, and the names of those that did not."""
+        return BindingReport(self.num_bone_tracks, self.num_morph_tracks, self.unbound_bones,
+                             self.unbound_morphs)
 
 
 def bind_motion(model: Model, motion: Motion | None) -> BoundMotion:
@@ -160,4 +204,6 @@ def bind_motion(model: Model, motion: Motion | None) -> BoundMotion:
         last_frame=motion.last_frame,
         unbound_bones=tuple(unbound_b),
         unbound_morphs=tuple(unbound_m),
+        num_bone_tracks=len(motion.bone_track_name),
+        num_morph_tracks=len(motion.morph_track_name),
     )
