@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-shot set-up on a fresh Debian/Ubuntu machine: system packages (Bullet, EGL/GL via Mesa,
 # a C++ toolchain) when missing, then mmdkit itself (editable) with its test extras.
-# Safe to run again: it installs only what is missing.
+# Safe to run again: it installs only what is missing or changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +18,21 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-echo "setup: installing mmdkit (editable) with test extras"
-$PY -m pip install -q --disable-pip-version-check -e ".[test]"
+# Skip pip when this checkout is already installed (editable) with its extension built and nothing
+# that the install depends on (pyproject.toml, CMakeLists.txt, src/) changed since: a stamp holds
+# their hash. Delete the stamp (or set MMDKIT_SETUP_FORCE=1) to reinstall anyway.
+STAMP=${MMDKIT_SETUP_STAMP:-build/setup.stamp}
+inputs_hash=$(cat pyproject.toml CMakeLists.txt $(find src -type f | LC_ALL=C sort) | sha256sum | cut -d' ' -f1)
+here=$(pwd -P)
+installed_from=$(cd / && $PY -c "import os, mmdkit, mmdkit.physics._bullet
+print(os.path.dirname(os.path.dirname(os.path.realpath(mmdkit.__file__))))" 2>/dev/null || true)
+if [ -z "${MMDKIT_SETUP_FORCE:-}" ] && [ "$installed_from" = "$here" ] && [ -f "$STAMP" ] \
+   && [ "$(cat "$STAMP")" = "$inputs_hash" ]; then
+  echo "setup: mmdkit is installed (editable) from $here and unchanged since; skipping pip"
+else
+  echo "setup: installing mmdkit (editable) with test extras"
+  $PY -m pip install -q --disable-pip-version-check -e ".[test]"
+  mkdir -p "$(dirname "$STAMP")"
+  echo "$inputs_hash" > "$STAMP"
+fi
 echo "setup: done — try 'mmdkit --help'"
