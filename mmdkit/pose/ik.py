@@ -1,8 +1,10 @@
-"""MMD-style CCD IK for one solver, in float64 (called by ``bones.solve_bones``).
+"""MMD's CCD IK for one solver, step for step as nanoem and babylon-mmd do it, in float64.
 
-In: solver index k, the rig's IK tables (targets, loop counts, unit angles, links with their
-limit modes and Euler limits, the path of bones to refresh), the pose state's per-bone arrays.
-Out (in place): local_q and ik_q of the links, world_p/world_q of the chain and its descendants.
+In: solver index k, the rig's IK tables (target, loop count, unit angle, links nearest the
+target first with their limit modes and Euler limits, the path of bones from the top link down
+to the target, the bones below the chain), the IK bone b, and the pose state's per-bone arrays.
+Out (in place): ik_q and local_q of the links, world_p/world_q of the path and of every bone
+below the chain. What each step does and why: docs/pose.md, "IK".
 """
 
 from __future__ import annotations
@@ -11,140 +13,182 @@ import math
 
 from numba import njit
 
-from mmdkit.mathutil import put4, qfrom_euler_xyz_scalar, qmul_scalar, qrot_scalar, qto_euler_xyz_scalar
+from mmdkit.mathutil import put4, qmul_scalar, qrot_scalar
 from mmdkit.pose.fk import update_world
 
 _NB = dict(cache=True, nogil=True, error_model="numpy")
+_FREE, _LIMITED, _AXIS_X, _AXIS_Z, _FIXED = 0, 1, 2, 4, 5  # ik_link_mode values (3 = Y-only)
+_REACHED = 1e-8  # squared distance: target on the IK bone, stop
+_TINY_AXIS = 1e-8  # squared length of the rotation axis below which a link is left alone
+_EULER_MAX = 88.0 * math.pi / 180.0  # the middle Euler angle is kept off the ±90° singularity
+
+
+@njit(inline="always", **_NB)
+def _limit(angle, lo, hi, reflect):
+    """Clamp angle into [lo, hi]; with reflect, an overshoot is mirrored at the limit if it
+    lands inside (the bend keeps its size but turns back into range)."""
+    if angle < lo:
+        d = 2.0 * lo - angle
+        return d if reflect and d <= hi else lo
+    if angle > hi:
+        d = 2.0 * hi - angle
+        return d if reflect and d >= lo else hi
+    return angle
+
+
+@njit(inline="always", **_NB)
+def _axis_q(axis, angle):
+    """Quaternion of a rotation by angle about the unit axis 0 (X), 1 (Y) or 2 (Z)."""
+    s = math.sin(0.5 * angle)
+    c = math.cos(0.5 * angle)
+    if axis == 0:
+        return s, 0.0, 0.0, c
+    if axis == 1:
+        return 0.0, s, 0.0, c
+    return 0.0, 0.0, s, c
+
+
+@njit(inline="always", **_NB)
+def _euler_limited(x, y, z, w, lx, ly, lz, ux, uy, uz, reflect):
+    """Unit quaternion → Euler angles → limited → quaternion, in the order chosen by the limits.
+
+    Order: Y·X·Z when X stays within ±90°, else Z·Y·X when Y does, else X·Z·Y (the middle angle
+    is the one kept within ±88°). R = Ra(a)·Rb(b)·Rc(c) for order "abc" (column vectors)."""
+    r01 = 2.0 * (x * y - z * w)
+    r02 = 2.0 * (x * z + y * w)
+    r10 = 2.0 * (x * y + z * w)
+    r11 = 1.0 - 2.0 * (x * x + z * z)
+    r12 = 2.0 * (y * z - x * w)
+    r20 = 2.0 * (x * z - y * w)
+    r21 = 2.0 * (y * z + x * w)
+    r22 = 1.0 - 2.0 * (x * x + y * y)
+    r00 = 1.0 - 2.0 * (y * y + z * z)
+    half = 0.5 * math.pi
+    if -half < lx and ux < half:  # Y·X·Z
+        a1, a2, a3 = 1, 0, 2
+        m = math.asin(min(1.0, max(-1.0, -r12)))
+        m = min(_EULER_MAX, max(-_EULER_MAX, m))
+        e1, e3 = math.atan2(r02, r22), math.atan2(r10, r11)
+        l1, h1, l2, h2, l3, h3 = ly, uy, lx, ux, lz, uz
+    elif -half < ly and uy < half:  # Z·Y·X
+        a1, a2, a3 = 2, 1, 0
+        m = math.asin(min(1.0, max(-1.0, -r20)))
+        m = min(_EULER_MAX, max(-_EULER_MAX, m))
+        e1, e3 = math.atan2(r10, r00), math.atan2(r21, r22)
+        l1, h1, l2, h2, l3, h3 = lz, uz, ly, uy, lx, ux
+    else:  # X·Z·Y
+        a1, a2, a3 = 0, 2, 1
+        m = math.asin(min(1.0, max(-1.0, -r01)))
+        m = min(_EULER_MAX, max(-_EULER_MAX, m))
+        e1, e3 = math.atan2(r21, r11), math.atan2(r02, r00)
+        l1, h1, l2, h2, l3, h3 = lx, ux, lz, uz, ly, uy
+    q1 = _axis_q(a1, _limit(e1, l1, h1, reflect))
+    q2 = _axis_q(a2, _limit(m, l2, h2, reflect))
+    q3 = _axis_q(a3, _limit(e3, l3, h3, reflect))
+    q = qmul_scalar(q1[0], q1[1], q1[2], q1[3], q2[0], q2[1], q2[2], q2[3])
+    return qmul_scalar(q[0], q[1], q[2], q[3], q3[0], q3[1], q3[2], q3[3])
+
+
+@njit(inline="always", **_NB)
+def _unit(x, y, z):
+    n = math.sqrt(x * x + y * y + z * z)
+    if n == 0.0:
+        return x, y, z
+    return x / n, y / n, z / n
+
+
+@njit(inline="always", **_NB)
+def _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw):
+    """A link's rotation before IK (animation, append): its local rotation r with its IK
+    rotation o taken off, renormalised (re-deriving it every step must not let rounding grow)."""
+    x, y, z, w = qmul_scalar(-ox, -oy, -oz, ow, rx, ry, rz, rw)
+    n = math.sqrt(x * x + y * y + z * z + w * w)
+    return x / n, y / n, z / n, w / n
+
+
+@njit(**_NB)
+def _refresh(start, stop, bones, parent, position, local_t, local_q, world_p, world_q):
+    for jj in range(start, stop):
+        update_world(bones[jj], parent, position, local_t, local_q, world_p, world_q)
+
+
+@njit(**_NB)
+def _step_link(li, j, unit, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mode,
+               ik_link_lower, ik_link_upper, ik_q, local_q, world_p, world_q):
+    """One CCD step on link j (index li in its chain). Returns False when the link stays put."""
+    link = ik_link_bone[j]
+    mode = ik_link_mode[j]
+    lx, ly, lz = world_p[link, 0], world_p[link, 1], world_p[link, 2]
+    tx, ty, tz = _unit(lx - world_p[target, 0], ly - world_p[target, 1], lz - world_p[target, 2])
+    ix, iy, iz = _unit(lx - gx, ly - gy, lz - gz)
+    cx, cy, cz = ty * iz - tz * iy, tz * ix - tx * iz, tx * iy - ty * ix  # world axis, target → goal
+    if cx * cx + cy * cy + cz * cz < _TINY_AXIS:
+        return False
+    p = parent[link]
+    s = p if p >= 0 else link
+    px, py, pz, pw = world_q[s, 0], world_q[s, 1], world_q[s, 2], world_q[s, 3]
+    if p < 0:
+        px, py, pz, pw = 0.0, 0.0, 0.0, 1.0
+    if use_axis and _AXIS_X <= mode <= _AXIS_Z:
+        # hinge: the link's one axis, pointing the way the world axis turns (parent frame)
+        a = mode - _AXIS_X
+        e = qrot_scalar(px, py, pz, pw, 1.0 if a == 0 else 0.0, 1.0 if a == 1 else 0.0, 1.0 if a == 2 else 0.0)
+        sign = 1.0 if cx * e[0] + cy * e[1] + cz * e[2] >= 0.0 else -1.0
+        ax, ay, az = (sign if a == 0 else 0.0), (sign if a == 1 else 0.0), (sign if a == 2 else 0.0)
+    else:
+        v = qrot_scalar(-px, -py, -pz, pw, cx, cy, cz)  # world axis → parent frame
+        ax, ay, az = _unit(v[0], v[1], v[2])
+    angle = min(unit * (li + 1), math.acos(min(1.0, max(-1.0, tx * ix + ty * iy + tz * iz))))
+    sh = math.sin(0.5 * angle)
+    ox, oy, oz, ow = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
+    rx, ry, rz, rw = local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3]
+    pre = _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw)
+    q = qmul_scalar(ax * sh, ay * sh, az * sh, math.cos(0.5 * angle), ox, oy, oz, ow)
+    if mode != _FREE:
+        e = qmul_scalar(q[0], q[1], q[2], q[3], pre[0], pre[1], pre[2], pre[3])
+        e = _euler_limited(e[0], e[1], e[2], e[3], ik_link_lower[j, 0], ik_link_lower[j, 1],
+                           ik_link_lower[j, 2], ik_link_upper[j, 0], ik_link_upper[j, 1],
+                           ik_link_upper[j, 2], use_axis)
+        q = qmul_scalar(e[0], e[1], e[2], e[3], -pre[0], -pre[1], -pre[2], pre[3])
+    r = qmul_scalar(q[0], q[1], q[2], q[3], pre[0], pre[1], pre[2], pre[3])
+    put4(ik_q, link, q[0], q[1], q[2], q[3])
+    put4(local_q, link, r[0], r[1], r[2], r[3])
+    return True
 
 
 @njit(**_NB)
 def solve_ik(k, parent, position, ik_target, ik_loop, ik_limit, ik_link_start, ik_link_bone,
-              ik_link_mode, ik_link_lower, ik_link_upper, ik_path_start, ik_path_bone,
-              ik_after_start, ik_after_bone, ik_bone_of, anim_q, ik_q, app_q, local_t, local_q,
-              world_p, world_q):
-    """CCD for solver k. Scalars only (no row views, no allocation): this loop runs ~100×/frame."""
-    gx, gy, gz = world_p[ik_bone_of, 0], world_p[ik_bone_of, 1], world_p[ik_bone_of, 2]
+             ik_link_mode, ik_link_lower, ik_link_upper, ik_path_start, ik_path_bone,
+             ik_after_start, ik_after_bone, ik_bone_of, anim_q, ik_q, app_q, local_t, local_q,
+             world_p, world_q):
+    """CCD for solver k, pulling ik_target[k] to bone ik_bone_of. Scalars only (no row views,
+    no allocation): this runs for every solver of every frame. anim_q/app_q are unused (the
+    pre-IK rotation is local_q with the link's ik_q taken off) and kept for the callers."""
     target = ik_target[k]
-    l0 = ik_link_start[k]
-    l1 = ik_link_start[k + 1]
-    p0 = ik_path_start[k]
-    p1 = ik_path_start[k + 1]
-    unit = ik_limit[k]
+    l0, l1 = ik_link_start[k], ik_link_start[k + 1]
+    p0, p1 = ik_path_start[k], ik_path_start[k + 1]
+    gx, gy, gz = world_p[ik_bone_of, 0], world_p[ik_bone_of, 1], world_p[ik_bone_of, 2]
+    # start from the pose without IK on this chain (another solver may have turned a link)
+    for j in range(l0, l1):
+        link = ik_link_bone[j]
+        ox, oy, oz, ow = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
+        rx, ry, rz, rw = local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3]
+        r = _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw)
+        put4(local_q, link, r[0], r[1], r[2], r[3])
+        put4(ik_q, link, 0.0, 0.0, 0.0, 1.0)
+    _refresh(p0, p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
     loops = ik_loop[k]
-    half = loops // 2
-    prev = 1e30
+    unit = ik_limit[k]
     for it in range(loops):
         d2 = (world_p[target, 0] - gx) ** 2 + (world_p[target, 1] - gy) ** 2 + (world_p[target, 2] - gz) ** 2
-        if d2 < 1e-10 or (it > half and abs(prev - d2) < 1e-12):
-            break  # reached, or converged (unreachable goal) after the bend-forcing half
-        prev = d2
-        for li in range(l1 - l0):
-            j = l0 + li
-            link = ik_link_bone[j]
-            tx, ty, tz = world_p[target, 0], world_p[target, 1], world_p[target, 2]
-            if (tx - gx) ** 2 + (ty - gy) ** 2 + (tz - gz) ** 2 < 1e-10:
-                break
-            # target and goal directions in the link's frame
-            wx, wy, wz, ww = world_q[link, 0], world_q[link, 1], world_q[link, 2], world_q[link, 3]
-            lx, ly, lz = world_p[link, 0], world_p[link, 1], world_p[link, 2]
-            a_ = qrot_scalar(-wx, -wy, -wz, ww, tx - lx, ty - ly, tz - lz)
-            b_ = qrot_scalar(-wx, -wy, -wz, ww, gx - lx, gy - ly, gz - lz)
-            nt = math.sqrt(a_[0] ** 2 + a_[1] ** 2 + a_[2] ** 2)
-            ng = math.sqrt(b_[0] ** 2 + b_[1] ** 2 + b_[2] ** 2)
-            if nt < 1e-9 or ng < 1e-9:
+        if d2 < _REACHED:
+            break
+        use_axis = it < loops // 2
+        for j in range(l0, l1):
+            if ik_link_mode[j] == _FIXED:
                 continue
-            t0, t1, t2 = a_[0] / nt, a_[1] / nt, a_[2] / nt
-            g0, g1, g2 = b_[0] / ng, b_[1] / ng, b_[2] / ng
-            cap = unit * (li + 1)
-            mode = ik_link_mode[j]
-            rest = qmul_scalar(app_q[link, 0], app_q[link, 1], app_q[link, 2], app_q[link, 3],
-                               anim_q[link, 0], anim_q[link, 1], anim_q[link, 2], anim_q[link, 3])
-            if mode >= 2:
-                a = mode - 2
-                # hinge: signed angle between the projections on the plane ⟂ axis a
-                if a == 0:
-                    t0 = 0.0
-                    g0 = 0.0
-                elif a == 1:
-                    t1 = 0.0
-                    g1 = 0.0
-                else:
-                    t2 = 0.0
-                    g2 = 0.0
-                pt = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
-                pg = math.sqrt(g0 * g0 + g1 * g1 + g2 * g2)
-                if pt < 1e-9 or pg < 1e-9:
-                    continue
-                if a == 0:
-                    cr = t1 * g2 - t2 * g1
-                elif a == 1:
-                    cr = t2 * g0 - t0 * g2
-                else:
-                    cr = t0 * g1 - t1 * g0
-                dot = (t0 * g0 + t1 * g1 + t2 * g2) / (pt * pg)
-                delta = math.atan2(cr / (pt * pg), dot)
-                if delta > cap:
-                    delta = cap
-                elif delta < -cap:
-                    delta = -cap
-                theta = 2.0 * math.atan2(local_q[link, a], local_q[link, 3])
-                if theta > math.pi:
-                    theta -= 2.0 * math.pi
-                elif theta < -math.pi:
-                    theta += 2.0 * math.pi
-                th = theta + delta
-                lo = ik_link_lower[j, a]
-                hi = ik_link_upper[j, a]
-                if it < half:
-                    # first half: force the bend to the side the limits favour (knees bend
-                    # forward even when the range allows a little backward), then reflect
-                    # out-of-range angles back in
-                    mid = lo + hi
-                    if (mid < 0.0 and th > 0.0) or (mid > 0.0 and th < 0.0):
-                        th = -th
-                    if th < lo:
-                        th = 2.0 * lo - th
-                    elif th > hi:
-                        th = 2.0 * hi - th
-                th = min(max(th, lo), hi)
-                sh = math.sin(0.5 * th)
-                nx, ny, nz, nw = 0.0, 0.0, 0.0, math.cos(0.5 * th)
-                if a == 0:
-                    nx = sh
-                elif a == 1:
-                    ny = sh
-                else:
-                    nz = sh
-            else:
-                dot = min(1.0, max(-1.0, t0 * g0 + t1 * g1 + t2 * g2))
-                angle = math.acos(dot)
-                if angle < 1e-7:
-                    continue
-                angle = min(angle, cap)
-                cx = t1 * g2 - t2 * g1
-                cy = t2 * g0 - t0 * g2
-                cz = t0 * g1 - t1 * g0
-                na = math.sqrt(cx * cx + cy * cy + cz * cz)
-                if na < 1e-12:
-                    continue
-                sh = math.sin(0.5 * angle) / na
-                r = qmul_scalar(local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3],
-                                cx * sh, cy * sh, cz * sh, math.cos(0.5 * angle))
-                n = math.sqrt(r[0] ** 2 + r[1] ** 2 + r[2] ** 2 + r[3] ** 2)
-                nx, ny, nz, nw = r[0] / n, r[1] / n, r[2] / n, r[3] / n
-                if mode == 1:
-                    e = qto_euler_xyz_scalar(nx, ny, nz, nw)
-                    nx, ny, nz, nw = qfrom_euler_xyz_scalar(
-                        min(max(e[0], ik_link_lower[j, 0]), ik_link_upper[j, 0]),
-                        min(max(e[1], ik_link_lower[j, 1]), ik_link_upper[j, 1]),
-                        min(max(e[2], ik_link_lower[j, 2]), ik_link_upper[j, 2]))
-            put4(local_q, link, nx, ny, nz, nw)
-            r = qmul_scalar(nx, ny, nz, nw, -rest[0], -rest[1], -rest[2], rest[3])
-            n = math.sqrt(r[0] ** 2 + r[1] ** 2 + r[2] ** 2 + r[3] ** 2)
-            put4(ik_q, link, r[0] / n, r[1] / n, r[2] / n, r[3] / n)
-            for jj in range(p0, p1):
-                update_world(ik_path_bone[jj], parent, position, local_t, local_q, world_p, world_q)
-    for jj in range(ik_after_start[k], ik_after_start[k + 1]):
-        update_world(ik_after_bone[jj], parent, position, local_t, local_q, world_p, world_q)
-
-
+            if _step_link(j - l0, j, unit, use_axis, gx, gy, gz, target, parent, ik_link_bone,
+                          ik_link_mode, ik_link_lower, ik_link_upper, ik_q, local_q, world_p, world_q):
+                _refresh(p0, p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
+    _refresh(ik_after_start[k], ik_after_start[k + 1], ik_after_bone, parent, position, local_t,
+             local_q, world_p, world_q)
