@@ -413,6 +413,11 @@ def test_lying_counts_and_offsets_name_the_json_path(gltf_dir):
     bad["accessors"][pos]["byteOffset"] = 10**6
     with pytest.raises(FormatError, match=rf"accessors\[{pos}\].byteOffset"):
         read_gltf(pack_glb(bad, bin_), "Fox.glb")
+    nan_bin = bytearray(bin_)
+    at = doc["bufferViews"][view].get("byteOffset", 0) + doc["accessors"][pos].get("byteOffset", 0)
+    nan_bin[at:at + 4] = struct.pack("<f", float("nan"))
+    with pytest.raises(FormatError, match=rf"accessors\[{pos}\]': holds NaN"):
+        read_gltf(pack_glb(doc, bytes(nan_bin)), "Fox.glb")
     bad = copy.deepcopy(doc)
     bad["buffers"][0]["byteLength"] = len(bin_) + 1000
     with pytest.raises(FormatError, match=r"buffers\[0\].byteLength': says"):
@@ -454,6 +459,10 @@ def test_bad_json(gltf_dir):
     doc = json.loads(text)
     doc["asset"]["version"] = "1.0"
     with pytest.raises(FormatError, match=r"asset.version': glTF '1.0'"):
+        read_doc(doc)
+    doc["asset"]["version"] = "2.0"
+    doc["nodes"][1]["translation"] = [0, float("nan"), 0]  # Python's json writes and reads NaN
+    with pytest.raises(FormatError, match=r"nodes\[1\]\.translation': expected 3 finite numbers"):
         read_doc(doc)
     data = (gltf_dir / "Fox.glb").read_bytes()
     n = struct.unpack_from("<I", data, 12)[0]

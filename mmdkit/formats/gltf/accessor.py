@@ -133,6 +133,8 @@ class Accessors:
             arr = np.zeros((count, ncomp), dt)
         if a.has("sparse"):
             arr = self._sparse(a, arr, dt, count)
+        if dt.kind == "f" and not np.isfinite(arr).all():
+            raise a.error(None, "holds NaN or infinite values")
         arr.flags.writeable = False
         return arr
 

@@ -7,9 +7,16 @@ check type and range and raise ``FormatError(file, section=<JSON path>)``, e.g.
 
 from __future__ import annotations
 
+import math
+
 from mmdkit.errors import FormatError
 
 _MISSING = object()
+
+
+def _finite(x) -> bool:
+    """A JSON number (not a bool) that fits a float and is neither NaN nor infinite."""
+    return (type(x) is float and math.isfinite(x)) or (type(x) is int and abs(x) < 1e300)
 
 
 class Obj:
@@ -64,8 +71,8 @@ class Obj:
         v = self._raw(k, default)
         if v is default and default is not _MISSING:
             return v
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise self.error(k, f"expected a number, got {v!r:.40}")
+        if not _finite(v):
+            raise self.error(k, f"expected a finite number, got {v!r:.40}")
         return float(v)
 
     def str(self, k: str, default=_MISSING, choices: tuple | None = None) -> str:
@@ -88,8 +95,8 @@ class Obj:
         """A list of exactly ``n`` numbers."""
         v = self._raw(k, default)
         if (not isinstance(v, list) or len(v) != n
-                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)):
-            raise self.error(k, f"expected {n} numbers, got {v!r:.60}")
+                or not all(_finite(x) for x in v)):
+            raise self.error(k, f"expected {n} finite numbers, got {v!r:.60}")
         return [float(x) for x in v]
 
     def ints(self, k: str, hi: int | None, default=_MISSING) -> list[int]:
