@@ -9,6 +9,7 @@ failed save never leaves a partial file.
 from __future__ import annotations
 
 import os
+import stat
 
 from mmdkit.errors import BuildError, FormatError
 from mmdkit.fileutil import atomic_path
@@ -17,12 +18,30 @@ from mmdkit.model.model import Model
 
 
 def read_bytes(path) -> bytes:
-    """The whole file at ``path`` (``FormatError`` naming it when it cannot be read)."""
+    """The whole regular file at ``path``, never more than the size it had when opened
+    (``FormatError`` naming it for a folder, FIFO, device or a file that cannot be read).
+    Opened non-blocking, so a FIFO without a writer does not hang."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise FormatError(f"cannot read: {e.strerror or e}", path=str(path)) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise FormatError("not a regular file (a folder, pipe or device cannot be read as a model or motion)",
+                          path=str(path))
+    parts, left = [], st.st_size
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        try:
+            while left > 0:
+                b = fh.read(left)
+                if not b:
+                    break
+                parts.append(b)
+                left -= len(b)
+        except OSError as e:
+            raise FormatError(f"cannot read: {e.strerror or e}", path=str(path)) from None
+    return b"".join(parts) if len(parts) != 1 else parts[0]
 
 
 def parse(data: bytes, ext: str, path: str = ""):
