@@ -32,8 +32,8 @@ def write_textures(w: PmxWriter, model) -> None:
 def read_materials(r: PmxReader, f: dict) -> None:
     """Material count and records → ``material_*`` fields and the triangle ranges."""
     dt = record(MATERIAL_FIELDS, index_dtypes(r.sizes))
-    tsz = r.sizes["texture"]
-    nm = r.i32_count(4 * 4 + 16 + 65 + 2 * tsz + 3 + 4 + 4, "material")
+    # smallest material: two empty names, the fixed part, a 1-byte shared toon, empty memo, count
+    nm = r.i32_count(4 + 4 + dt.itemsize + 1 + 4 + 4, "material")
     names, names_en, memo, fixed = [], [], [], []
     toon = np.zeros(nm, np.int32)
     tri = np.zeros(nm, np.int64)

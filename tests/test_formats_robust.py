@@ -1,0 +1,49 @@
+"""Readers facing hostile or unusual input (issue #12): each case warns or refuses in one line,
+never hangs, never allocates from a lie, and reads every valid file."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import mmdkit
+from mmdkit.errors import FormatError
+from mmdkit.formats.pmx import read_pmx, write_pmx
+from mmdkit.model.build import build_model
+from mmdkit.model.builder import ModelBuilder
+
+
+def _many_materials(n: int):
+    mb = ModelBuilder(name="")
+    mb.add_bone("", (0, 0, 0))
+    for _ in range(n):
+        mb.add_material("")
+    return mb.build()
+
+
+def test_pmx_with_many_small_materials_reads():
+    # a material can be 84 + 2 × texture index size bytes; the bound once was 110
+    m = _many_materials(50)
+    data = write_pmx(m)
+    back = build_model(read_pmx(data, "small.pmx"))
+    assert back.num_materials == 50
+
+
+def test_read_bytes_refuses_what_is_not_a_regular_file(tmp_path):
+    (tmp_path / "zero.pmx").symlink_to("/dev/zero")
+    (tmp_path / "folder.vmd").mkdir()
+    for name in ("zero.pmx", "folder.vmd"):
+        with pytest.raises(FormatError, match="not a regular file") as e:
+            mmdkit.load(tmp_path / name)
+        assert name in str(e.value)
+    fifo = tmp_path / "pipe.vmd"
+    os.mkfifo(fifo)
+    result = []
+    t = threading.Thread(target=lambda: result.append(pytest.raises(FormatError, mmdkit.load, fifo)), daemon=True)
+    t.start()
+    t.join(5)
+    assert not t.is_alive(), "loading a FIFO hangs"
+    assert "pipe.vmd" in str(result[0].value) and "not a regular file" in str(result[0].value)
