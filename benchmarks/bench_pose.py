@@ -2,7 +2,7 @@
 
 Run: python3 benchmarks/bench_pose.py [--frames 2000] [--threads N]
 Prints the median ms/frame of Character.update (one core: numba kernels, nothing allocated)
-and the frames/s of the batch API `mmdkit.pose.pose` (fused kernel, frames split over cores).
+and the frames/s of the batch API `mmdkit.runtime.pose` (fused kernel, frames split over cores).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 import mmdkit
-from mmdkit.pose import Character, pose
+from mmdkit.runtime import Character, pose
 
 ASSETS = Path(os.environ.get("MMDKIT_ASSETS", Path(__file__).resolve().parents[2] / "shared" / "assets"))
 

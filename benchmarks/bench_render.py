@@ -16,7 +16,7 @@ import numpy as np
 
 import mmdkit
 from mmdkit.physics import MMDPhysics
-from mmdkit.pose import Character
+from mmdkit.runtime import Character
 from mmdkit.render.camera import auto_view, perspective
 from mmdkit.render.gl import Renderer
 from mmdkit.render.pipeline import render_motion

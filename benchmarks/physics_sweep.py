@@ -17,7 +17,7 @@ import numpy as np
 
 import mmdkit
 from mmdkit.physics import MMDPhysics
-from mmdkit.pose import Character
+from mmdkit.runtime import Character
 
 ASSETS = Path(os.environ.get("MMDKIT_ASSETS", Path(__file__).resolve().parents[2] / "shared" / "assets"))
 

@@ -9,7 +9,7 @@ import pytest
 import mmdkit
 from mmdkit.animation.motion import Pose
 from mmdkit.model import model as M
-from mmdkit.pose import Character
+from mmdkit.runtime import Character
 
 
 @pytest.fixture(scope="module")
@@ -212,16 +212,26 @@ def test_bad_file_is_one_line_error(tmp_path):
     assert not (tmp_path / "x.npz").exists()
 
 
-def test_fused_and_staged_updates_agree(gene, wavefile):
-    a, b = Character(gene, wavefile), Character(gene, wavefile)
-    for f in (0, 10, 500, 1200.5):
-        a.update(f)
-        b.update(f, timed=True)
-        np.testing.assert_array_equal(a.bone_world, b.bone_world)
-        np.testing.assert_array_equal(a.morph_weight, b.morph_weight)
-        np.testing.assert_array_equal(a.vertex_offset, b.vertex_offset)
-        np.testing.assert_array_equal(a.material_diffuse, b.material_diffuse)
-    assert b.stage_seconds["bones_before_physics"] > 0
+def test_fused_timed_and_batch_paths_give_identical_results(gene, wavefile):
+    """The three ways through the one stage list — one fused call per frame, one call per stage
+    (bench's timings), and the parallel batch in chunks of any size — give the same bits."""
+    from mmdkit.pose import pose_batch
+
+    frames = np.array([0, 10, 500, 1200.5, 1201, 2000.25])
+    fused, timed = Character(gene, wavefile), Character(gene, wavefile)
+    batch = [pose_batch(gene, wavefile, frames, num_chunks=n) for n in (1, 2, 3)]
+    for i, f in enumerate(frames):
+        fused.update(f)
+        timed.update(f, timed=True)
+        for a, b in ((fused.state, timed.state),):
+            for name in ("bone_world", "bone_skin", "morph_weight", "vertex_offset", "uv_offset",
+                         "material_out", "material_mul", "bone_local_q", "ik_enabled"):
+                np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+        for world, morph in batch:
+            np.testing.assert_array_equal(world[i], fused.bone_world)
+            np.testing.assert_array_equal(morph[i], fused.morph_weight)
+    assert np.abs(fused.vertex_offset).max() > 0  # the frames exercise vertex morphs
+    assert timed.stage_seconds["bones_before_physics"] > 0
 
 
 def test_playback_allocates_no_arrays_per_frame(gene, wavefile):

@@ -14,7 +14,7 @@ from mmdkit.errors import FormatError
 from mmdkit.formats.io import parse
 from mmdkit.model.model import Model
 from mmdkit.physics import MMDPhysics
-from mmdkit.pose import Character
+from mmdkit.runtime import Character
 from test_formats_fuzz import SAMPLES
 
 # the readers' fuzz samples that are models (with bones, morphs, bodies and joints between them)

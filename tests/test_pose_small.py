@@ -8,7 +8,7 @@ import pytest
 from mmdkit.animation.sampling import bezier_weight
 from mmdkit.animation.builder import MotionBuilder
 from mmdkit.model.builder import ModelBuilder
-from mmdkit.pose import Character, pose
+from mmdkit.runtime import Character, pose
 
 KNEE = ((-math.pi, 0, 0), (-0.0087, 0, 0))
 
@@ -66,7 +66,7 @@ def test_ik_stops_at_limits_when_unreachable():
     mo = MotionBuilder()
     mo.add_bone_key("左足ＩＫ", 0, translation=(0, -5, 0))  # 5 below the straight leg
     ch = Character(model, mo.build()).update(0)
-    knee_local = ch._local_q[b["knee"]]
+    knee_local = ch.state.bone_local_q[b["knee"]]
     angle = 2 * math.atan2(knee_local[0], knee_local[3])
     assert KNEE[0][0] - 1e-6 <= angle <= KNEE[1][0] + 1e-6
     # leg points straight down as far as it can

@@ -12,7 +12,7 @@ from PIL import Image
 import mmdkit
 from mmdkit.demo import demo_model, demo_motion
 from mmdkit.model.builder import ModelBuilder
-from mmdkit.pose import Character
+from mmdkit.runtime import Character
 from mmdkit.render.camera import mmd_view, perspective
 from mmdkit.render.gl import Renderer, create_context
 from mmdkit.render.pipeline import render_still

@@ -59,7 +59,7 @@ def command(model_path, motion_path, frames, physics, skinning, as_json):
       mmdkit bench Gene.pmx wavefile_v2.vmd --frames 300:1299
     """
     from mmdkit import Model, Motion
-    from mmdkit.pose import STAGES, Character
+    from mmdkit.runtime import STAGES, Character
 
     model = load_as(model_path, Model, "model (.pmx/.pmd)")
     motion = load_as(motion_path, Motion, "motion (.vmd)", arg="MOTION")

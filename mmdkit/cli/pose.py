@@ -38,7 +38,7 @@ def command(model_path, motion_path, frames, output, physics, vertices, compress
       python -c "import numpy as np; d=np.load('pose.npz'); print(d['bone_world'].shape)"
     """
     from mmdkit import Model, Motion, Pose
-    from mmdkit.pose import pose
+    from mmdkit.runtime import pose
 
     check_output(output, (model_path, motion_path, *(spec.rpartition("@")[0] for spec in vpd_specs)))
     model = load_as(model_path, Model, "model (.pmx/.pmd)")

@@ -1,9 +1,10 @@
 """Batch posing without physics: many frames in one compiled call, split across cores.
 
-In: a Rig, a BoundMotion, the Model's bone-morph tables, frames (F,) float64.
-Out: bone_world (F,B,4,4) float32 and morph_weight (F,N) float32, written in place.
-Each chunk of frames runs sequentially with its own scratch state (frames are independent
-when there is no physics), chunks run in parallel (numba prange).
+In: a Model, a Motion (or VPD Pose, or None), frames (F,) float64. Out: bone_world (F,B,4,4)
+float32 model space and morph_weight (F,N) float32. Each chunk of frames runs sequentially
+through ``stages.run_stages`` (every stage, no geometry) with its own state started at rest;
+chunks run in parallel (numba prange). Frames are independent without physics, so the result
+does not depend on the number of chunks.
 """
 
 from __future__ import annotations
@@ -11,75 +12,60 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from mmdkit.animation.sampling import sample_bones, sample_scalars, sample_steps
-from mmdkit.pose.bones import solve_bones, write_matrices
-from mmdkit.pose.morph import apply_bone_morphs, expand_weights
+from mmdkit.animation.binding import bind_motion
+from mmdkit.animation.motion import Pose
+from mmdkit.animation.vpd import motion_from_pose
+from mmdkit.pose.rig import rig_for
+from mmdkit.pose.stages import BONES_AFTER_PHYSICS, SAMPLE, motion_in, run_stages
+from mmdkit.pose.state import new_bone_state
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def pose_frames(frames, num_chunks, order1, order2, parent, position, flags, append_parent,
-                append_ratio, fixed_axis, bone_ik, ik_target, ik_loop, ik_limit, ik_link_start,
-                ik_link_bone, ik_link_mode, ik_link_lower, ik_link_upper, ik_path_start,
-                ik_path_bone, ik_after_start, ik_after_bone, is_leaf, group_start, group_target,
-                group_weight, bm_start, bm_bone, bm_t, bm_q, key_start, key_frame, key_t, key_q,
-                key_curve, m_start, m_frame, m_weight, ik_start, ik_frame, ik_value,
-                out_world, out_morph):
+def pose_frames(frames, num_chunks, motion_keys, bone_in, ik_in, morph_in, coupling, bone_world_out,
+                morph_weight_out):
+    """frames (F,) float64 → bone_world_out (F,B,4,4) float32, morph_weight_out (F,N) float32,
+    in ``num_chunks`` parallel chunks. Inputs as ``stages.run_stages`` takes them."""
     F = frames.shape[0]
-    B = position.shape[0]
-    N = out_morph.shape[1]
-    K = ik_target.shape[0]
+    B = bone_world_out.shape[1]
+    N = morph_weight_out.shape[1]
+    K = ik_in[0].shape[0]
     for c in prange(num_chunks):
         lo = (F * c) // num_chunks
         hi = (F * (c + 1)) // num_chunks
-        anim_t = np.zeros((B, 3))
-        anim_q = np.zeros((B, 4))
-        ik_q = np.zeros((B, 4))
-        app_t = np.zeros((B, 3))
-        app_q = np.zeros((B, 4))
-        local_t = np.zeros((B, 3))
-        local_q = np.zeros((B, 4))
-        world_p = np.zeros((B, 3))
-        world_q = np.zeros((B, 4))
-        raw = np.zeros(N)
-        eff = np.zeros(N)
-        ik_en = np.ones(K, np.uint8)
-        skin = np.zeros((B, 4, 4), np.float32)
+        bone_state = new_bone_state(B)
+        morph_state = (np.zeros(N), np.zeros(N), np.zeros(N), np.zeros(N))
+        morph_weight = np.zeros(N, np.float32)
+        morph_out = (morph_weight, np.zeros((0, 3), np.float32), np.zeros((0, 4), np.float32),
+                     np.zeros((0, 0, 4), np.float32), np.ones((0, 28)), np.zeros((0, 28)),
+                     np.zeros((0, 16), np.float32))
+        ik_enabled = np.ones(K, np.uint8)
+        visible = np.ones(1, np.uint8)
+        bone_skin = np.zeros((B, 4, 4), np.float32)
         for i in range(lo, hi):
-            f = frames[i]
-            sample_bones(f, key_start, key_frame, key_t, key_q, key_curve, anim_t, anim_q)
-            sample_scalars(f, m_start, m_frame, m_weight, raw)
-            sample_steps(f, ik_start, ik_frame, ik_value, ik_en)
-            expand_weights(raw, is_leaf, group_start, group_target, group_weight, eff)
-            apply_bone_morphs(eff, bm_start, bm_bone, bm_t, bm_q, anim_t, anim_q)
-            for order in (order1, order2):
-                solve_bones(order, parent, position, flags, append_parent, append_ratio, fixed_axis,
-                            bone_ik, ik_target, ik_loop, ik_limit, ik_link_start, ik_link_bone,
-                            ik_link_mode, ik_link_lower, ik_link_upper, ik_path_start, ik_path_bone,
-                            ik_after_start, ik_after_bone, ik_en, anim_t, anim_q, ik_q, app_t, app_q,
-                            local_t, local_q, world_p, world_q)
-            write_matrices(position, world_p, world_q, out_world[i], skin)
+            frame_out = (ik_enabled, visible, bone_world_out[i], bone_skin)
+            run_stages(SAMPLE, BONES_AFTER_PHYSICS, frames[i], False, motion_keys, bone_in, ik_in, morph_in,
+                       coupling, bone_state, morph_state, morph_out, frame_out)
             for m in range(N):
-                out_morph[i, m] = eff[m]
+                morph_weight_out[i, m] = morph_weight[m]
 
 
-def pose_batch(model, rig, bound, frames, num_chunks: int | None = None):
-    """(F,) frames → bone_world (F,B,4,4) float32, morph_weight (F,N) float32 (no physics)."""
+def pose_batch(model, motion, frames, num_chunks: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(F,) frames → bone_world (F,B,4,4) float32, morph_weight (F,N) float32 (no physics).
+
+    ``motion``: a Motion, a VPD Pose or None (rest pose); ``num_chunks`` defaults to one per
+    numba thread (at least 16 frames each)."""
     import numba
 
+    if isinstance(motion, Pose):
+        motion = motion_from_pose(motion)
+    rig = rig_for(model)
     frames = np.ascontiguousarray(frames, np.float64)
     F = len(frames)
     world = np.empty((F, model.num_bones, 4, 4), np.float32)
     morph = np.empty((F, model.num_morphs), np.float32)
     if num_chunks is None:
         num_chunks = max(1, min(numba.get_num_threads(), F // 16 or 1))
-    r, b = rig, bound
-    pose_frames(frames, num_chunks, r.pass1, r.pass2, r.parent, r.position, r.flags, r.append_parent,
-                r.append_ratio, r.fixed_axis, r.bone_ik, r.ik_target, r.ik_loop, r.ik_limit,
-                r.ik_link_start, r.ik_link_bone, r.ik_link_mode, r.ik_link_lower, r.ik_link_upper,
-                r.ik_path_start, r.ik_path_bone, r.ik_after_start, r.ik_after_bone, r.morph_is_leaf,
-                r.group_start, r.group_target, r.group_weight, model.bone_morph_start,
-                model.bone_morph_bone, model.bone_morph_translation, model.bone_morph_rotation,
-                b.bone_key_start, b.bone_key_frame, b.bone_key_translation, b.bone_key_rotation,
-                b.bone_key_curve, b.morph_key_start, b.morph_key_frame, b.morph_key_weight,
-                b.ik_key_start, b.ik_key_frame, b.ik_key_enabled, world, morph)
+    coupling = (np.zeros(len(rig.ik_target), np.uint8), np.zeros(0, np.int32), np.zeros(0, np.int32))
+    pose_frames(frames, num_chunks, motion_in(bind_motion(model, motion)), rig.bone_in, rig.ik_in, rig.morph_in,
+                coupling, world, morph)
     return world, morph

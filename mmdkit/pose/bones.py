@@ -1,15 +1,16 @@
 """Bone stages of one frame: append (付与), fixed axis, FK (``fk``) and CCD IK (``ik``), in float64.
 
-In: a ``Rig``'s arrays, per-bone animated translation/rotation (B,3)/(B,4) float64 (keys +
-bone morphs), IK enabled flags (K,) uint8. Out (in place): local and world rotation/position
-per bone (float64), then ``write_matrices`` → bone_world / bone_skin (B,4,4) float32.
+In: a ``Rig``'s grouped arrays (``bone_in``, ``ik_in``), the pose state's per-bone animated
+translation/rotation (B,3)/(B,4) float64 (keys + bone morphs), IK enabled flags (K,) uint8.
+Out (in place): local and world rotation/position per bone (float64), then ``write_matrices`` →
+bone_world / bone_skin (B,4,4) float32; ``read_driven``/``refresh_worlds`` take a simulator's
+bones back between the passes.
 Composition: local rotation = ik ⊗ append ⊗ animated (animated applied first); world =
 parent ∘ (rest offset + local translation, local rotation). Append 'local' flag: the source's
 world-space rotation relative to its parent chain is used (documented choice: like nanoem).
 """
 
 from __future__ import annotations
-
 
 from numba import njit
 
@@ -21,45 +22,54 @@ _NB = dict(cache=True, nogil=True, error_model="numpy")
 
 
 @njit(**_NB)
-def switch_off_ik(ik_enabled, ik_off):
-    """ik_enabled[k] = 0 where ik_off[k] (solvers whose links physics drives: MMD skips them)."""
-    for k in range(ik_off.shape[0]):
-        if ik_off[k] != 0:
-            ik_enabled[k] = 0
+def switch_off_ik(ik_enabled_inout, ik_disabled):
+    """ik_enabled_inout (K,) uint8 = 0 where ik_disabled (K,) uint8 is set (solvers whose links
+    physics drives: MMD skips them)."""
+    for k in range(ik_disabled.shape[0]):
+        if ik_disabled[k] != 0:
+            ik_enabled_inout[k] = 0
 
 
 @njit(**_NB)
-def solve_bones(bones, parent, position, flags, append_parent, append_ratio, fixed_axis, bone_ik,
-                ik_target, ik_loop, ik_limit, ik_link_start, ik_link_bone, ik_link_mode,
-                ik_link_lower, ik_link_upper, ik_path_start, ik_path_bone, ik_after_start,
-                ik_after_bone, ik_enabled, anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q,
-                world_p, world_q):
-    """Evaluate ``bones`` (one pass, evaluation order): append, local, world, then IK."""
+def solve_bones(bones, bone_in, ik_in, ik_enabled, bone_state_inout):
+    """Evaluate ``bones`` (P,) int32 in evaluation order (one pass): append, local, world, then
+    each bone's IK solver where ik_enabled (K,) uint8 allows.
+
+    bone_in: ``Rig.bone_in``; ik_in: ``Rig.ik_in`` (IK_FIELDS order); bone_state_inout:
+    ``PoseState.bone_state`` — reads anim_t/anim_q, writes ik_q/append/local/world of ``bones``.
+    """
+    _, _, parent, position, flags, append_parent, append_ratio, fixed_axis, bone_ik = bone_in
+    (ik_target, ik_loop, ik_limit, ik_link_start, ik_link_bone, ik_link_mode, ik_link_lower,
+     ik_link_upper, ik_path_start, ik_path_bone, ik_after_start, ik_after_bone) = ik_in
+    anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q = bone_state_inout
     for i in range(bones.shape[0]):
         put4(ik_q, bones[i], 0.0, 0.0, 0.0, 1.0)
     for i in range(bones.shape[0]):
         b = bones[i]
         update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim_q, ik_q,
-                      app_t, app_q, local_t, local_q, world_q)
+                     app_t, app_q, local_t, local_q, world_q)
         update_world(b, parent, position, local_t, local_q, world_p, world_q)
         k = bone_ik[b]
         if k >= 0 and ik_enabled[k] != 0:
             solve_ik(k, parent, position, ik_target, ik_loop, ik_limit, ik_link_start,
-                      ik_link_bone, ik_link_mode, ik_link_lower, ik_link_upper, ik_path_start,
-                      ik_path_bone, ik_after_start, ik_after_bone, b, anim_q, ik_q, app_q,
-                      local_t, local_q, world_p, world_q)
+                     ik_link_bone, ik_link_mode, ik_link_lower, ik_link_upper, ik_path_start,
+                     ik_path_bone, ik_after_start, ik_after_bone, b, anim_q, ik_q, app_q,
+                     local_t, local_q, world_p, world_q)
 
 
 @njit(**_NB)
 def refresh_worlds(bones, parent, position, local_t, local_q, world_p, world_q):
-    """Recompute world transforms of ``bones`` (evaluation order) from their locals."""
+    """Recompute world_p (B,3) / world_q (B,4) float64 of ``bones`` (P,) int32 (evaluation
+    order) from local_t (B,3) / local_q (B,4) and the parents' worlds; parent (B,) int32,
+    position (B,3) float64 rest positions."""
     for i in range(bones.shape[0]):
         update_world(bones[i], parent, position, local_t, local_q, world_p, world_q)
 
 
 @njit(**_NB)
-def write_matrices(position, world_p, world_q, bone_world, bone_skin):
-    """World (B,4,4) float32 and skinning = world @ translate(-rest position) (B,4,4) float32."""
+def write_matrices(position, world_p, world_q, bone_world_out, bone_skin_out):
+    """bone_world_out (B,4,4) float32 from world_p (B,3) / world_q (B,4) float64 (model space)
+    and bone_skin_out (B,4,4) float32 = world @ translate(-position (B,3) rest position)."""
     for b in range(world_p.shape[0]):
         x, y, z, w = world_q[b, 0], world_q[b, 1], world_q[b, 2], world_q[b, 3]
         r00 = 1 - 2 * (y * y + z * z)
@@ -76,28 +86,29 @@ def write_matrices(position, world_p, world_q, bone_world, bone_skin):
         rot = (r00, r01, r02, r10, r11, r12, r20, r21, r22)
         for i in range(3):
             for j in range(3):
-                bone_world[b, i, j] = rot[3 * i + j]
-                bone_skin[b, i, j] = rot[3 * i + j]
-        bone_world[b, 0, 3] = px
-        bone_world[b, 1, 3] = py
-        bone_world[b, 2, 3] = pz
-        bone_skin[b, 0, 3] = px - (r00 * bx + r01 * by + r02 * bz)
-        bone_skin[b, 1, 3] = py - (r10 * bx + r11 * by + r12 * bz)
-        bone_skin[b, 2, 3] = pz - (r20 * bx + r21 * by + r22 * bz)
+                bone_world_out[b, i, j] = rot[3 * i + j]
+                bone_skin_out[b, i, j] = rot[3 * i + j]
+        bone_world_out[b, 0, 3] = px
+        bone_world_out[b, 1, 3] = py
+        bone_world_out[b, 2, 3] = pz
+        bone_skin_out[b, 0, 3] = px - (r00 * bx + r01 * by + r02 * bz)
+        bone_skin_out[b, 1, 3] = py - (r10 * bx + r11 * by + r12 * bz)
+        bone_skin_out[b, 2, 3] = pz - (r20 * bx + r21 * by + r22 * bz)
         for j in range(3):
-            bone_world[b, 3, j] = 0.0
-            bone_skin[b, 3, j] = 0.0
-        bone_world[b, 3, 3] = 1.0
-        bone_skin[b, 3, 3] = 1.0
+            bone_world_out[b, 3, j] = 0.0
+            bone_skin_out[b, 3, j] = 0.0
+        bone_world_out[b, 3, 3] = 1.0
+        bone_skin_out[b, 3, 3] = 1.0
 
 
 @njit(**_NB)
-def read_driven(mask, bone_world, world_p, world_q):
-    """Take world transforms of physics-driven bones ((B,) bool mask) back from bone_world."""
-    for b in range(mask.shape[0]):
-        if mask[b]:
-            q = qfrom_matrix3_scalar(bone_world[b, 0, 0], bone_world[b, 0, 1], bone_world[b, 0, 2],
-                                     bone_world[b, 1, 0], bone_world[b, 1, 1], bone_world[b, 1, 2],
-                                     bone_world[b, 2, 0], bone_world[b, 2, 1], bone_world[b, 2, 2])
-            put4(world_q, b, q[0], q[1], q[2], q[3])
-            put3(world_p, b, bone_world[b, 0, 3], bone_world[b, 1, 3], bone_world[b, 2, 3])
+def read_driven(bone_driven, bone_world, world_p_out, world_q_out):
+    """world_p_out (B,3) / world_q_out (B,4) float64 of the bones ``bone_driven`` (D,) int32 taken
+    back from bone_world (B,4,4) float32 model space (where a simulator wrote them)."""
+    for i in range(bone_driven.shape[0]):
+        b = bone_driven[i]
+        q = qfrom_matrix3_scalar(bone_world[b, 0, 0], bone_world[b, 0, 1], bone_world[b, 0, 2],
+                                 bone_world[b, 1, 0], bone_world[b, 1, 1], bone_world[b, 1, 2],
+                                 bone_world[b, 2, 0], bone_world[b, 2, 1], bone_world[b, 2, 2])
+        put4(world_q_out, b, q[0], q[1], q[2], q[3])
+        put3(world_p_out, b, bone_world[b, 0, 3], bone_world[b, 1, 3], bone_world[b, 2, 3])

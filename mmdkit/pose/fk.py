@@ -27,6 +27,9 @@ _FIXED = M.BONE_FIXED_AXIS
 @njit(inline="always", **_NB)
 def update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim_q, ik_q,
                   app_t, app_q, local_t, local_q, world_q):
+    """Bone b's append (app_t (B,3), app_q (B,4)) and local transform (local_t (B,3), local_q
+    (B,4)) float64 parent-local, from anim_t/anim_q/ik_q and its append source's state; flags
+    (B,) int32, append_parent (B,) int32, append_ratio (B,) float64, fixed_axis (B,3) float64."""
     # Every array read happens up front and unconditionally, every write at the end: numba can
     # then drop the reference counting of the inlined array arguments (otherwise ~24 atomic
     # operations per bone, more than the arithmetic). s is the append source (b itself if none).
@@ -80,6 +83,8 @@ def update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim
 
 @njit(inline="always", **_NB)
 def update_world(b, parent, position, local_t, local_q, world_p, world_q):
+    """Bone b's world_p (B,3) / world_q (B,4) float64 model space = parent's world ∘ (rest
+    offset position[b] − position[parent] + local_t[b], local_q[b]); parent (B,) int32."""
     # straight-line like update_local (a root reads itself, then uses the identity instead)
     p = parent[b]
     s = p if p >= 0 else b

@@ -20,7 +20,9 @@ _NB = dict(cache=True, nogil=True)
 
 @njit(**_NB)
 def expand_weights(raw, is_leaf, group_start, group_target, group_weight, out):
-    """out (N,) = raw, plus each group's weight × member weight added to its leaf members."""
+    """out (N,) float64 = raw (N,) float64, plus each group's weight × member weight added to its
+    leaf members. is_leaf (N,) bool; group_start (N+1,) int32 CSR into group_target (G,) int32
+    leaf morphs and group_weight (G,) float64 (``Rig.morph_group_*``)."""
     for m in range(raw.shape[0]):
         out[m] = raw[m]
     for g in range(raw.shape[0]):
@@ -32,7 +34,10 @@ def expand_weights(raw, is_leaf, group_start, group_target, group_weight, out):
 
 @njit(**_NB)
 def apply_bone_morphs(weight, start, bone, translation, rotation, anim_t, anim_q):
-    """Compose bone morphs onto the sampled local pose: t += w·t_m; q = q ⊗ slerp(I, q_m, w)."""
+    """Compose bone morphs onto the sampled local pose: t += w·t_m; q = q ⊗ slerp(I, q_m, w).
+
+    weight (N,) float64; start (N+1,) CSR into the rows bone (R,), translation (R,3),
+    rotation (R,4) xyzw; anim_t (B,3) / anim_q (B,4) float64 parent-local, updated in place."""
     for m in range(weight.shape[0]):
         w = weight[m]
         if w == 0.0:
@@ -50,7 +55,8 @@ def apply_bone_morphs(weight, start, bone, translation, rotation, anim_t, anim_q
 @njit(**_NB)
 def apply_offset_morphs(weight, prev_weight, start, vertex, offset, out):
     """out (V, C) float32 += w·offset for active morphs; rows of morphs active last frame are
-    cleared first (so out holds exactly this frame's sum). prev_weight is updated."""
+    cleared first (so out holds exactly this frame's sum). weight, prev_weight (N,) float64
+    (prev_weight updated); start (N+1,) CSR into vertex (R,) and offset (R, C) float32."""
     for m in range(weight.shape[0]):
         if prev_weight[m] != 0.0:
             for r in range(start[m], start[m + 1]):
@@ -68,7 +74,10 @@ def apply_offset_morphs(weight, prev_weight, start, vertex, offset, out):
 
 @njit(**_NB)
 def apply_uv_morphs(weight, prev_weight, kind, start, vertex, offset, out_uv, out_add):
-    """UV morphs: kind 3 → out_uv (V,4); kinds 4..7 → out_add[:, kind-4] (V,A,4)."""
+    """UV morphs: kind 3 → out_uv (V,4) float32; kinds 4..7 → out_add[:, kind-4] (V,A,4) float32.
+
+    weight, prev_weight (N,) float64 (prev_weight updated); kind (N,) int64; start (N+1,) CSR
+    into vertex (R,) and offset (R,4) float32. Rows of last frame's morphs are cleared first."""
     for m in range(weight.shape[0]):
         if prev_weight[m] != 0.0:
             ch = kind[m] - 3
@@ -94,9 +103,10 @@ def apply_uv_morphs(weight, prev_weight, kind, start, vertex, offset, out_uv, ou
 
 @njit(**_NB)
 def apply_material_morphs(weight, start, material, op, values, mul, add):
-    """Material morphs. values (E, C) float32 packs every property (see character.py);
-    mul (M, C) starts at 1 and add (M, C) at 0; multiply rows lerp toward the value
-    (1 + w·(v − 1)), add rows accumulate w·v. material −1 targets all materials."""
+    """Material morphs. weight (N,) float64; start (N+1,) CSR into material (E,) (−1 = all
+    materials), op (E,) (0 multiply, 1 add) and values (E, C) float64 packing every property
+    (``rig.MATERIAL_MORPH_CHANNELS``); mul (M, C) float64 reset to 1 and add (M, C) to 0, then
+    multiply rows lerp toward the value (1 + w·(v − 1)), add rows accumulate w·v."""
     M = mul.shape[0]
     C = mul.shape[1]
     for i in range(M):

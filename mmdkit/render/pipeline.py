@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from mmdkit.animation.camera import sample_camera, sample_light, sample_shadow
-from mmdkit.pose import Character
+from mmdkit.runtime import Character
 from mmdkit.render.camera import auto_view, mmd_view, perspective
 from mmdkit.render.gl import Renderer
 from mmdkit.render.materials import MaterialValues

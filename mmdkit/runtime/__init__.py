@@ -1,0 +1,14 @@
+"""Runtime: characters (pose state + physics + skinning) and playback, above pose/physics/skinning.
+
+``from mmdkit.runtime import Character, pose, play``; ``STAGES`` names the per-stage timings of
+``Character.update(frame, timed=True)`` plus the skinning that ``mmdkit bench`` times.
+"""
+
+from mmdkit.pose.stages import STAGES as _POSE_STAGES
+from mmdkit.runtime.character import FPS, Character
+from mmdkit.runtime.playback import play, pose
+from mmdkit.runtime.simulation import PHYSICS_MODES, Simulation
+
+STAGES = (*_POSE_STAGES, "skinning")
+
+__all__ = ["Character", "pose", "play", "Simulation", "PHYSICS_MODES", "STAGES", "FPS"]

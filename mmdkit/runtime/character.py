@@ -1,0 +1,159 @@
+"""A character: one (shared, read-only) Model + its own pose state, physics world and skinner.
+
+In: ``Model``, optional ``Motion`` (or VPD ``Pose``), optional physics world, optional shared
+``CpuSkinner``. ``update(frame)`` runs ``mmdkit.pose.stages`` in MMD's order — sample → morphs →
+bones before physics → physics (``Simulation``) → bones after physics — into the preallocated
+``PoseState`` (``.state``); the properties below are views of it. Nothing is allocated per frame.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from mmdkit.animation.binding import BoundMotion, bind_motion
+from mmdkit.animation.motion import Pose
+from mmdkit.animation.vpd import motion_from_pose
+from mmdkit.pose.rig import MATERIAL_MORPH_CHANNELS, rig_for
+from mmdkit.pose.stages import (BONES_AFTER_PHYSICS, BONES_BEFORE_PHYSICS, PHYSICS, SAMPLE, STAGES, motion_in,
+                                run_stages)
+from mmdkit.pose.state import PoseState
+from mmdkit.runtime.simulation import Simulation
+
+FPS = 30.0
+"""Motion frames per second (VMD keys are at 30 fps)."""
+
+
+class Character:
+    """Model + motion + own pose state (+ physics, skinner). Many characters may share one Model.
+
+    Character(model, motion=None, physics=None, *, fps=30, physics_mode='playing', skinner=None)
+    update(frame, timed=False)  pose at ``frame`` (fractional allowed); timed fills stage_seconds
+    bone_world, bone_skin (B,4,4) float32 model space; morph_weight (N,) float32;
+    vertex_offset (V,3), uv_offset (V,4), additional_uv_offset (V,A,4) float32; ik_enabled (K,);
+    visible (bool); material_* (M,...) after material morphs; skin(out_position, out_normal).
+    """
+
+    def __init__(self, model, motion=None, physics=None, *, fps: float = FPS, physics_mode: str = "playing",
+                 skinner=None):
+        if isinstance(motion, Pose):
+            motion = motion_from_pose(motion)
+        self.model = model
+        self.motion = motion
+        self.rig = rig_for(model)
+        self.bound: BoundMotion = bind_motion(model, motion)
+        self.state = PoseState.for_rig(self.rig)
+        self.simulation = Simulation(physics, self.rig, self.state, self.bound, fps=fps, mode=physics_mode)
+        self._motion_keys = motion_in(self.bound)
+        self._skinner = skinner
+        self.frame: float | None = None
+        self.stage_seconds = dict.fromkeys(STAGES, 0.0)
+
+    @property
+    def physics(self):
+        """The physics world (None without physics)."""
+        return self.simulation.physics
+
+    @property
+    def physics_mode(self) -> str:
+        return self.simulation.mode
+
+    @property
+    def fps(self) -> float:
+        return self.simulation.fps
+
+    @property
+    def unbound(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(bone track names, morph track names) of the motion that matched nothing."""
+        return self.bound.unbound_bones, self.bound.unbound_morphs
+
+    # --- views of the pose state ---------------------------------------------------------
+    @property
+    def bone_world(self) -> np.ndarray:
+        return self.state.bone_world
+
+    @property
+    def bone_skin(self) -> np.ndarray:
+        return self.state.bone_skin
+
+    @property
+    def morph_weight(self) -> np.ndarray:
+        return self.state.morph_weight
+
+    @property
+    def vertex_offset(self) -> np.ndarray:
+        return self.state.vertex_offset
+
+    @property
+    def uv_offset(self) -> np.ndarray:
+        return self.state.uv_offset
+
+    @property
+    def additional_uv_offset(self) -> np.ndarray:
+        return self.state.additional_uv_offset
+
+    @property
+    def ik_enabled(self) -> np.ndarray:
+        return self.state.ik_enabled
+
+    @property
+    def visible(self) -> bool:
+        """False on frames where the motion's property keys hide the model (MMD's 表示 off)."""
+        return bool(self.state.visible[0])
+
+    def _material(self, name: str) -> np.ndarray:
+        lo, hi = MATERIAL_MORPH_CHANNELS[name]
+        return self.state.material_out[:, lo] if hi == lo + 1 else self.state.material_out[:, lo:hi]
+
+    material_diffuse = property(lambda self: self._material("diffuse"), doc="(M,4) float32")
+    material_specular = property(lambda self: self._material("specular"), doc="(M,3) float32")
+    material_specular_power = property(lambda self: self._material("specular_power"), doc="(M,) float32")
+    material_ambient = property(lambda self: self._material("ambient"), doc="(M,3) float32")
+    material_edge_color = property(lambda self: self._material("edge_color"), doc="(M,4) float32")
+    material_edge_size = property(lambda self: self._material("edge_size"), doc="(M,) float32")
+
+    def material_tint(self, which: str):
+        """(mul (M,4), add (M,4)) float64 for 'texture', 'sphere' or 'toon' after material morphs."""
+        lo, hi = MATERIAL_MORPH_CHANNELS[which]
+        return self.state.material_mul[:, lo:hi], self.state.material_add[:, lo:hi]
+
+    # --- stages ----------------------------------------------------------------------------
+    def _run(self, first: int, last: int, frame: float) -> None:
+        r, s = self.rig, self.state
+        run_stages(first, last, frame, True, self._motion_keys, r.bone_in, r.ik_in, r.morph_in, s.coupling,
+                   s.bone_state, s.morph_state, s.morph_out, s.frame_out)
+
+    def update(self, frame: float, *, timed: bool = False) -> "Character":
+        """Pose this character at ``frame`` (fractional allowed). See ``Simulation`` for seeks."""
+        frame = float(frame)
+        sim = self.simulation
+        if timed:
+            self._update_timed(frame)
+        elif sim.active:
+            self._run(SAMPLE, BONES_BEFORE_PHYSICS, frame)
+            sim.advance(frame, self.frame, self.state.bone_world)
+            self._run(BONES_AFTER_PHYSICS, BONES_AFTER_PHYSICS, frame)
+        else:
+            self._run(SAMPLE, BONES_AFTER_PHYSICS, frame)
+        self.frame = frame
+        return self
+
+    def _update_timed(self, frame: float) -> None:
+        """The same stages one call each, seconds per stage into ``stage_seconds``."""
+        clock = time.perf_counter
+        for stage in range(SAMPLE, BONES_AFTER_PHYSICS + 1):
+            t0 = clock()
+            if stage != PHYSICS:
+                self._run(stage, stage, frame)
+            elif self.simulation.active:
+                self.simulation.advance(frame, self.frame, self.state.bone_world)
+            self.stage_seconds[STAGES[stage]] = clock() - t0
+
+    def skin(self, out_position: np.ndarray, out_normal: np.ndarray) -> None:
+        """CPU-skin the current pose into caller-owned (V,3) float32 arrays (model space)."""
+        if self._skinner is None:
+            from mmdkit.skinning.cpu import CpuSkinner
+
+            self._skinner = CpuSkinner(self.model)
+        self._skinner.skin(self.state.bone_skin, self.state.vertex_offset, out_position, out_normal)

@@ -1,0 +1,60 @@
+"""Playback over one or many characters, and ``pose`` (arrays for a list of frames).
+
+In: characters (``Character``), frames (motion frames, float). Out: ``play`` yields after every
+character is posed at each frame (render, bench and the pose CLI iterate it); ``pose`` returns
+bone_world (F,B,4,4), morph_weight (F,N) float32 and optionally skinned vertices (F,V,3),
+through the parallel kinematic batch (``mmdkit.pose.pose_batch``) when nothing needs history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from mmdkit.pose.batch import pose_batch
+from mmdkit.runtime.character import Character
+
+
+def play(characters: Sequence[Character], frames: Iterable[float], *, offsets: Sequence[float] | None = None,
+         progress: bool = False, desc: str = "posing") -> Iterator[tuple[int, float]]:
+    """Pose every character at each frame in order (character k at frame + offsets[k]) and yield
+    (index, frame) once all are posed; read their arrays before the next iteration."""
+    offs = [0.0] * len(characters) if offsets is None else [float(o) for o in offsets]
+    frames = list(frames)
+    it: Iterable = range(len(frames))
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(it, desc=desc, unit="frame")
+    for i in it:
+        f = float(frames[i])
+        for ch, off in zip(characters, offs):
+            ch.update(f + off)
+        yield i, f
+
+
+def pose(model, motion, frames, *, physics=None, vertices: bool = False, progress: bool = False) -> dict:
+    """Pose ``frames`` (iterable of numbers) in order; returns arrays.
+
+    Returns dict: frames (F,) float64, bone_world (F,B,4,4) float32 model space, morph_weight
+    (F,N) float32, and with ``vertices`` vertex_position (F,V,3) float32 (after morphs and
+    skinning). Without physics and vertices the frames are posed in parallel chunks.
+    """
+    frames = np.asarray(list(frames), np.float64)
+    if physics is None and not vertices:
+        world, morph = pose_batch(model, motion, frames)
+        return {"frames": frames, "bone_world": world, "morph_weight": morph}
+    ch = Character(model, motion, physics)
+    F, B, N, V = len(frames), model.num_bones, model.num_morphs, model.num_vertices
+    out = {"frames": frames, "bone_world": np.empty((F, B, 4, 4), np.float32),
+           "morph_weight": np.empty((F, N), np.float32)}
+    if vertices:
+        out["vertex_position"] = np.empty((F, V, 3), np.float32)
+        normals = np.empty((V, 3), np.float32)
+    for i, _ in play([ch], frames, progress=progress):
+        out["bone_world"][i] = ch.bone_world
+        out["morph_weight"][i] = ch.morph_weight
+        if vertices:
+            ch.skin(out["vertex_position"][i], normals)
+    return out

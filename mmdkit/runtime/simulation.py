@@ -1,0 +1,66 @@
+"""The physics policy of a character, in one place: when to reset, how far to step, which mode.
+
+In: a physics world (``mmdkit.physics.MMDPhysics`` or anything with its ``reset``/``step``/
+``set_bone_physics``/``driven_bone_mask``), the character's Rig, PoseState and bound motion.
+Out: per frame, bone_world (B,4,4) float32 with the driven rows written by the world, and the
+pose state's coupling (driven bones, IK solvers to skip) kept in step with the per-key flags.
+Seek rule: the first frame, a step back, or a jump of more than MAX_STEP_FRAMES resets the bodies
+to the pose; otherwise the world advances by the frames elapsed / fps seconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mmdkit.animation.sampling import sample_bone_physics
+from mmdkit.errors import OptionError
+
+PHYSICS_MODES = ("playing", "always", "off")
+"""MMD's modes: 'playing' simulates as frames advance (a repeated frame holds the bodies),
+'always' keeps simulating on a repeated frame (paused playback), 'off' lets bones follow keys."""
+MAX_STEP_FRAMES = 2.0
+"""A forward jump of more than this many frames is a seek (the bodies are reset, not stepped)."""
+
+
+class Simulation:
+    """Runs one character's physics world between the two bone passes (see module docstring)."""
+
+    def __init__(self, physics, rig, state, bound, *, fps: float, mode: str = "playing"):
+        if mode not in PHYSICS_MODES:
+            raise OptionError("physics_mode", f"must be one of {', '.join(PHYSICS_MODES)}, not {mode!r}")
+        self.physics = physics
+        self.mode = mode
+        self.fps = float(fps)
+        self._rig, self._state, self._bound = rig, state, bound
+        self._bone_physics = np.ones(len(rig.bone_parent), bool)  # (B,) per-key VMD physics flags
+        self._has_physics_keys = bool(len(bound.bone_key_physics)) and not bound.bone_key_physics.all()
+        self._driven = np.zeros(len(rig.bone_parent), bool)
+        if self.active:
+            self._couple(physics.driven_bone_mask)
+
+    @property
+    def active(self) -> bool:
+        """True when a world runs between the bone passes (there is one and the mode is not 'off')."""
+        return self.physics is not None and self.mode != "off"
+
+    def _couple(self, driven) -> None:
+        self._driven = np.asarray(driven, bool).copy()
+        self._state.set_driven(self._rig, self._driven)
+
+    def advance(self, frame: float, previous: float | None, bone_world: np.ndarray) -> None:
+        """Bring the world from ``previous`` (None: nothing simulated yet) to ``frame``: reset on a
+        seek, else step; the driven rows of bone_world (B,4,4) float32 are then the world's."""
+        delta = 0.0 if previous is None else frame - previous
+        seek = previous is None or not (0.0 <= delta <= MAX_STEP_FRAMES)
+        if delta == 0.0 and self.mode == "always":
+            delta = 1.0  # paused: time goes on for the simulation
+        if self._has_physics_keys:
+            b = self._bound
+            sample_bone_physics(frame, b.bone_key_start, b.bone_key_frame, b.bone_key_physics, self._bone_physics)
+            self.physics.set_bone_physics(self._bone_physics)
+            if not np.array_equal(self._driven, self.physics.driven_bone_mask):
+                self._couple(self.physics.driven_bone_mask)
+        if seek:
+            self.physics.reset(bone_world)
+        else:
+            self.physics.step(delta / self.fps, bone_world)
