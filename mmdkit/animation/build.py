@@ -4,7 +4,8 @@ In: a dict keyed by ``Motion`` field names (from the VMD reader or ``MotionBuild
 arrays default to empty (``bone_key_physics`` is derived from the interpolation blocks). Out: a
 ``Motion`` whose arrays have the documented dtype/shape, are C-contiguous and read-only, whose
 track indices and property-key ranges are checked and whose float values are finite
-(``BuildError`` naming the field, key, track and frame otherwise).
+(``BuildError`` naming the field, key, track and frame otherwise). Bone key rotations of zero
+length become identity and those far from unit length are normalised, each with a warning.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ _FINITE = {
 }
 _NAMES = ("bone_track_name", "morph_track_name", "property_ik_name")
 _UINT32_MAX = 2 ** 32 - 1
+_ZERO_NORM = 1e-6  # a rotation shorter than this carries no direction: identity
+_UNIT_TOLERANCE = 1e-3  # |norm − 1| above this is normalised (keys as MMD writes them are within 1e-6)
 
 
 def _conform(f: dict, path: str) -> None:
@@ -118,6 +121,32 @@ def _check_finite(f: dict, path: str) -> None:
                          path=path, section=key)
 
 
+def unit_quaternions(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(K, 4) xyzw rotations → (the same array, or a normalised copy of its dtype; zero (K,) bool;
+    rescaled (K,) bool). Zero-length rotations become identity, those off unit length by more
+    than 1e-3 are normalised, every other row is returned bit for bit."""
+    norm = np.sqrt(np.square(q, dtype=np.float64).sum(axis=1))
+    zero = norm < _ZERO_NORM
+    off = ~zero & (np.abs(norm - 1.0) > _UNIT_TOLERANCE)
+    if zero.any() or off.any():
+        q = q.copy()
+        q[off] = q[off] / norm[off, None]
+        q[zero] = (0.0, 0.0, 0.0, 1.0)
+    return q, zero, off
+
+
+def _unit_rotations(f: dict, warnings: list) -> None:
+    """Bone key rotations of unit length (see ``unit_quaternions``), with one warning per repair."""
+    q, zero, off = unit_quaternions(f["bone_key_rotation"])
+    f["bone_key_rotation"] = q
+    for mask, what in ((zero, "a zero rotation, read as identity"), (off, "a rotation not of unit length, normalised")):
+        if mask.any():
+            i = int(np.flatnonzero(mask)[0])
+            name = f["bone_track_name"][int(f["bone_key_track"][i])]
+            warnings.append(f"bone keys: {int(mask.sum())} key(s) with {what} (first: key {i}, bone {name!r}, "
+                            f"frame {int(f['bone_key_frame'][i])})")
+
+
 def build_motion(fields: dict) -> Motion:
     """Validate ``fields`` (Motion field name → value) and return a frozen ``Motion``."""
     f = dict(fields)
@@ -131,6 +160,8 @@ def build_motion(fields: dict) -> Motion:
     check_index(f["property_ik_track"], 0, len(f["property_ik_name"]), "IK track", path=path,
                 section="property_ik_track")
     _check_finite(f, path)
+    warnings = list(f.get("warnings") or ())
+    _unit_rotations(f, warnings)
     known = set(Motion.__dataclass_fields__)
     unknown = set(f) - known
     if unknown:
@@ -139,5 +170,5 @@ def build_motion(fields: dict) -> Motion:
     f["model_name_bytes"] = bytes(f.get("model_name_bytes") or b"")
     f["source_path"] = path
     f["source_extras"] = dict(f.get("source_extras") or {})
-    f["warnings"] = tuple(f.get("warnings") or ())
+    f["warnings"] = tuple(warnings)
     return freeze(Motion(**f))

@@ -17,10 +17,11 @@ import dataclasses
 
 import numpy as np
 
-from mmdkit.animation.binding import match_tracks, bind_motion
+from mmdkit.animation.binding import bind_motion, match_tracks
+from mmdkit.animation.build import build_motion, unit_quaternions
 from mmdkit.animation.builder import MotionBuilder
 from mmdkit.animation.curves import interpolation_block
-from mmdkit.animation.motion import Motion, Pose, freeze
+from mmdkit.animation.motion import Motion, Pose
 from mmdkit.animation.sampling import sample_bone_tracks, sample_scalars
 from mmdkit.errors import BuildError
 from mmdkit.mathutil import qslerp_scalar
@@ -75,7 +76,9 @@ def apply_pose(model, motion: Motion | None, pose: Pose, frame: int, *, weight: 
     t_now, q_now = sample_bone_tracks(bound, [frame])
     bones = bone_of[keep]
     t_pose = np.asarray(pose.bone_translation, np.float64)[keep]
-    q_pose = np.asarray(pose.bone_rotation, np.float64)[keep]
+    q_pose, zero, _ = unit_quaternions(np.asarray(pose.bone_rotation, np.float64)[keep])
+    warnings += [f"pose bone {pose.bone_name[keep[i]]!r} has a zero rotation; read as identity"
+                 for i in np.flatnonzero(zero)]
     t_new = (1.0 - w) * t_now[0, bones] + w * t_pose
     q_new = np.array([qslerp_scalar(*q_now[0, b], *q_pose[i], w) for i, b in enumerate(bones)]).reshape(-1, 4)
     b_names = [pose.bone_name[i] for i in keep]
@@ -98,8 +101,8 @@ def apply_pose(model, motion: Motion | None, pose: Pose, frame: int, *, weight: 
 
     n = len(keep)
     linear = interpolation_block(None, True)
-    out = dataclasses.replace(
-        motion,
+    return build_motion(dict(
+        {fl.name: getattr(motion, fl.name) for fl in dataclasses.fields(motion)},
         bone_track_name=b_track_names, bone_track_name_bytes=b_track_raw,
         bone_key_track=cat(motion.bone_key_track, b_track, np.int32),
         bone_key_frame=cat(motion.bone_key_frame, np.full(n, frame), np.uint32),
@@ -112,5 +115,4 @@ def apply_pose(model, motion: Motion | None, pose: Pose, frame: int, *, weight: 
         morph_key_frame=cat(motion.morph_key_frame, np.full(len(mkeep), frame), np.uint32),
         morph_key_weight=cat(motion.morph_key_weight, m_new, np.float32),
         warnings=tuple(warnings),
-    )
-    return freeze(out)
+    ))
