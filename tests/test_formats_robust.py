@@ -47,3 +47,31 @@ def test_read_bytes_refuses_what_is_not_a_regular_file(tmp_path):
     t.join(5)
     assert not t.is_alive(), "loading a FIFO hangs"
     assert "pipe.vmd" in str(result[0].value) and "not a regular file" in str(result[0].value)
+
+
+VPD_HEAD = "Vocaloid Pose Data file\r\n\r\nmiku.osm;\r\n{count};\r\n\r\n"
+VPD_BONE = "Bone0{センター\r\n  0,1,0;\r\n  0,0,0,1;\r\n}\r\n"
+
+
+@pytest.mark.parametrize("count", ["①", "1" * 5000, "３"])
+def test_vpd_odd_bone_count_is_a_format_error(count):
+    from mmdkit.formats.vpd import read_vpd
+
+    data = (VPD_HEAD.format(count=count) + VPD_BONE).encode("cp932")
+    with pytest.raises(FormatError, match="bone count") as e:
+        read_vpd(data, "odd.vpd")
+    assert e.value.path == "odd.vpd" and e.value.section == "header"
+
+
+def test_vpd_unterminated_blocks_fail_fast():
+    import time
+
+    from mmdkit.formats.vpd import read_vpd
+
+    for body in ("Bone0{a\r\n 1,2,3;\r\n" * 24_000, "Bone0{" * 80_000):
+        data = (VPD_HEAD.format(count=1) + body).encode("cp932")
+        assert len(data) > 400_000
+        t = time.perf_counter()
+        with pytest.raises(FormatError, match="malformed block"):
+            read_vpd(data, "open.vpd")
+        assert time.perf_counter() - t < 2.0

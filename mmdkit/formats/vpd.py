@@ -17,9 +17,12 @@ from mmdkit.errors import FormatError
 from mmdkit.text import decode_document, encode_cp932
 
 MAGIC = "Vocaloid Pose Data file"
-_BLOCK = re.compile(r"(Bone|Morph)(\d+)\s*\{([^\r\n]*)\r?\n(.*?)\}", re.S)
+# A block's name line and body cannot contain braces, so a block left open stops at the next
+# brace: every character is scanned a bounded number of times (linear, however many blocks).
+_BLOCK = re.compile(r"(Bone|Morph)(\d+)\s*\{([^\r\n{}]*)\r?\n([^{}]*)\}", re.ASCII)
 _COMMENT = re.compile(r"//[^\r\n]*")
-_NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", re.ASCII)
+_COUNT = re.compile(r"[0-9]{1,9}", re.ASCII)
 
 
 def read_vpd(data: bytes, path: str = "") -> Pose:
@@ -41,7 +44,11 @@ def read_vpd(data: bytes, path: str = "") -> Pose:
     if model.lower().endswith(".osm"):
         model = model[:-4]
     declared = None
-    if len(parts) > 1 and parts[1].strip().isdigit():
+    if len(parts) > 1 and parts[1].isdigit():  # anything else (no count line) is ignored
+        if not _COUNT.fullmatch(parts[1]):
+            shown = parts[1] if len(parts[1]) <= 20 else parts[1][:20] + "…"
+            raise FormatError(f"bone count {shown!r} is not a number of at most 9 ASCII digits", path=path,
+                              section="header", offset=byte_at(body.find(parts[1])))
         declared = int(parts[1])
     bones, tr, rot, morphs, weights = [], [], [], [], []
     for m in _BLOCK.finditer(body):
