@@ -4,8 +4,9 @@ import math
 
 import numpy as np
 
-from mmdkit.animation.camera import sample_camera, sample_light, sample_shadow
+import mmdkit
 from mmdkit.animation.builder import MotionBuilder
+from mmdkit.animation.camera import sample_camera, sample_light, sample_shadow
 
 
 def test_camera_lerp_and_cut():
@@ -42,3 +43,15 @@ def test_self_shadow_keys_hold_until_the_next_key():
     assert s["mode"].tolist() == [1, 1, 0, 0, 2, 2]
     np.testing.assert_allclose(s["distance"], [0.05, 0.05, 0.1, 0.1, 0.2, 0.2], rtol=1e-6)
     assert sample_shadow(MotionBuilder().build(), [0]) is None
+
+
+def test_has_camera_tells_a_camera_file_from_a_dance(tmp_path):
+    dance = MotionBuilder()
+    dance.add_bone_key("センター", 0)
+    dance.add_light_key(0, (1, 1, 1), (0, -1, 0))
+    cam = MotionBuilder()
+    cam.add_camera_key(0, -40, (0, 10, 0), (0, 0, 0))
+    p = tmp_path / "cam.vmd"
+    mmdkit.save(cam.build(), p)
+    assert not dance.build().has_camera and mmdkit.load(p).has_camera
+    assert not mmdkit.Motion().has_camera

@@ -105,6 +105,11 @@ class Motion:
         return 0 if self.property_key_frame is None else len(self.property_key_frame)
 
     @property
+    def has_camera(self) -> bool:
+        """True when the motion holds camera keys (a dance motion usually has none)."""
+        return self.num_camera_keys > 0
+
+    @property
     def last_frame(self) -> int:
         """Largest key frame over all tracks (0 for an empty motion)."""
         frames = [a for a in (self.bone_key_frame, self.morph_key_frame, self.camera_key_frame,
