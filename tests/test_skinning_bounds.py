@@ -92,13 +92,13 @@ def test_gene_rest_has_no_gaps_and_threshold_closes_posed_gaps(gene):
     rng = np.random.default_rng(1)
     poses = [simple_fk(m, rotation_matrices(rng.normal(scale=0.35, size=(m.num_bones, 3))))
              for _ in range(3)]
-    seed = bx.gap_report(poses)
+    strongest = bx.gap_report(poses)
     closed = BoneBoxes(m, threshold=0.2).gap_report(poses)
-    assert seed.outside_own.min() > 0  # the seed saw gaps at the joints, so do we
-    assert np.all(closed.outside_own <= seed.outside_own)
-    assert closed.fraction_all < seed.fraction_all
-    assert seed.per_bone.sum() == seed.outside_own.sum()
-    assert "outside own box" in str(seed)
+    assert strongest.outside_own.min() > 0  # strongest-bone boxes leave gaps at the joints
+    assert np.all(closed.outside_own <= strongest.outside_own)
+    assert closed.fraction_all < strongest.fraction_all
+    assert strongest.per_bone.sum() == strongest.outside_own.sum()
+    assert "outside own box" in str(strongest)
 
 
 def test_gap_report_over_real_dance(gene, assets):
@@ -118,8 +118,8 @@ def test_gap_report_over_real_dance(gene, assets):
     ch.skin(p, n)
     ref_p, ref_n = skin_reference(gene, ch.bone_skin, ch.vertex_offset)
     np.testing.assert_allclose(p, ref_p, atol=2e-4)
-    seed = BoneBoxes(gene).gap_report(poses)
+    strongest = BoneBoxes(gene).gap_report(poses)
     closed = BoneBoxes(gene, threshold=0.2).gap_report(poses)
-    assert seed.outside_own.sum() > 0
-    assert closed.outside_own.sum() < 0.6 * seed.outside_own.sum()
-    assert closed.outside_all.sum() < seed.outside_all.sum()
+    assert strongest.outside_own.sum() > 0
+    assert closed.outside_own.sum() < 0.6 * strongest.outside_own.sum()
+    assert closed.outside_all.sum() < strongest.outside_all.sum()

@@ -26,32 +26,44 @@ def strongest_bone(model):
 
 
 @njit(cache=True, nogil=True)
-def _world(bone_world, rest_center, center, axes):
+def _world(bone_world, box_rest_center, box_center, box_axes):
+    """Posed boxes: box_center (B, 3) float32 = bone_world[b] @ box_rest_center[b]; box_axes (B, 3, 3)
+    float32, row k = world direction of box axis k (the bone's rotation columns).
+
+    bone_world (B, 4, 4) float32 model space; box_rest_center (B, 3) float32 rest space;
+    box_center, box_axes: state out, model space, written in full.
+    """
     for b in range(bone_world.shape[0]):
         for i in range(3):
-            center[b, i] = (bone_world[b, i, 0] * rest_center[b, 0] + bone_world[b, i, 1] * rest_center[b, 1]
-                            + bone_world[b, i, 2] * rest_center[b, 2] + bone_world[b, i, 3])
+            box_center[b, i] = (bone_world[b, i, 0] * box_rest_center[b, 0]
+                                + bone_world[b, i, 1] * box_rest_center[b, 1]
+                                + bone_world[b, i, 2] * box_rest_center[b, 2] + bone_world[b, i, 3])
             for k in range(3):
-                axes[b, k, i] = bone_world[b, i, k]
+                box_axes[b, k, i] = bone_world[b, i, k]
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _local(center, axes, b, px, py, pz):
-    dx = px - center[b, 0]; dy = py - center[b, 1]; dz = pz - center[b, 2]
-    return (axes[b, 0, 0] * dx + axes[b, 0, 1] * dy + axes[b, 0, 2] * dz,
-            axes[b, 1, 0] * dx + axes[b, 1, 1] * dy + axes[b, 1, 2] * dz,
-            axes[b, 2, 0] * dx + axes[b, 2, 1] * dy + axes[b, 2, 2] * dz)
+def _local(box_center, box_axes, b, px, py, pz):
+    """Point (px, py, pz) model space → its coordinates (x, y, z) in box b's frame (scalars).
+    box_center (B, 3), box_axes (B, 3, 3) float32 from ``_world``."""
+    dx = px - box_center[b, 0]; dy = py - box_center[b, 1]; dz = pz - box_center[b, 2]
+    return (box_axes[b, 0, 0] * dx + box_axes[b, 0, 1] * dy + box_axes[b, 0, 2] * dz,
+            box_axes[b, 1, 0] * dx + box_axes[b, 1, 1] * dy + box_axes[b, 1, 2] * dz,
+            box_axes[b, 2, 0] * dx + box_axes[b, 2, 1] * dy + box_axes[b, 2, 2] * dz)
 
 
 @njit(cache=True, nogil=True)
-def _hit_point(center, axes, half, valid, px, py, pz, eps):
+def _hit_point(box_center, box_axes, box_half, box_valid, px, py, pz, eps):
+    """The box containing point (px, py, pz) (model space, grown by eps) whose centre is nearest,
+    or -1. box_center (B, 3), box_axes (B, 3, 3), box_half (B, 3) float32 half extents,
+    box_valid (B,) bool (bone has a box)."""
     best = -1
     bd = np.inf
-    for b in range(center.shape[0]):
-        if not valid[b]:
+    for b in range(box_center.shape[0]):
+        if not box_valid[b]:
             continue
-        lx, ly, lz = _local(center, axes, b, px, py, pz)
-        if abs(lx) <= half[b, 0] + eps and abs(ly) <= half[b, 1] + eps and abs(lz) <= half[b, 2] + eps:
+        lx, ly, lz = _local(box_center, box_axes, b, px, py, pz)
+        if abs(lx) <= box_half[b, 0] + eps and abs(ly) <= box_half[b, 1] + eps and abs(lz) <= box_half[b, 2] + eps:
             d = lx * lx + ly * ly + lz * lz
             if d < bd:
                 bd = d
@@ -60,19 +72,21 @@ def _hit_point(center, axes, half, valid, px, py, pz, eps):
 
 
 @njit(cache=True, nogil=True)
-def _hit_ray(center, axes, half, valid, ox, oy, oz, dx, dy, dz, tmax):
+def _hit_ray(box_center, box_axes, box_half, box_valid, ox, oy, oz, dx, dy, dz, tmax):
+    """First box hit by the ray o + t·d, 0 ≤ t ≤ tmax (model space; slab test per box) → (box or -1,
+    t of the hit or tmax). Box arrays as ``_hit_point``."""
     best = -1
     bt = tmax
-    for b in range(center.shape[0]):
-        if not valid[b]:
+    for b in range(box_center.shape[0]):
+        if not box_valid[b]:
             continue
-        o = _local(center, axes, b, ox, oy, oz)
+        o = _local(box_center, box_axes, b, ox, oy, oz)
         t0 = 0.0
         t1 = bt
         hit = True
         for k in range(3):
-            dk = axes[b, k, 0] * dx + axes[b, k, 1] * dy + axes[b, k, 2] * dz
-            h = half[b, k]
+            dk = box_axes[b, k, 0] * dx + box_axes[b, k, 1] * dy + box_axes[b, k, 2] * dz
+            h = box_half[b, k]
             if abs(dk) < 1e-30:
                 if abs(o[k]) > h:
                     hit = False
@@ -96,27 +110,36 @@ def _hit_ray(center, axes, half, valid, ox, oy, oz, dx, dy, dz, tmax):
 
 
 @njit(cache=True, nogil=True)
-def _gaps(pos, vbone, center, axes, half, valid, eps, per_bone):
-    """→ (outside own box, outside every box, max distance outside own box)."""
+def _gaps(vertex_position, vertex_bone, box_center, box_axes, box_half, box_valid, eps, bone_outside_out):
+    """One posed frame → (vertices outside their own bone's box, vertices inside no box, farthest
+    distance outside the own box).
+
+    vertex_position (V, 3) float32 skinned, model space; vertex_bone (V,) int32 each vertex's box;
+    box arrays as ``_hit_point``; eps: tolerance in units. State in/out: bone_outside_out (B,) int64,
+    per-bone count of vertices outside, incremented.
+    """
     own = 0
     allb = 0
     worst = 0.0
-    for v in range(pos.shape[0]):
-        b = vbone[v]
-        loc = _local(center, axes, b, pos[v, 0], pos[v, 1], pos[v, 2])
+    for v in range(vertex_position.shape[0]):
+        b = vertex_bone[v]
+        px = vertex_position[v, 0]
+        py = vertex_position[v, 1]
+        pz = vertex_position[v, 2]
+        loc = _local(box_center, box_axes, b, px, py, pz)
         ex = 0.0
         for k in range(3):
-            e = abs(loc[k]) - half[b, k]
+            e = abs(loc[k]) - box_half[b, k]
             if e > 0:
                 ex += e * e
         if ex <= eps * eps:
             continue
         own += 1
-        per_bone[b] += 1
+        bone_outside_out[b] += 1
         ex = np.sqrt(ex)
         if ex > worst:
             worst = ex
-        if _hit_point(center, axes, half, valid, pos[v, 0], pos[v, 1], pos[v, 2], eps) < 0:
+        if _hit_point(box_center, box_axes, box_half, box_valid, px, py, pz, eps) < 0:
             allb += 1
     return own, allb, worst
 

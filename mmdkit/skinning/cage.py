@@ -18,12 +18,15 @@ __all__ = ["TriangleCage", "point_triangle_distance"]
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _frame(cv, cf, t, out, o):
-    """Frame of triangle t of cage vertices cv: out[o + 0..2, 0..2] = columns X, Y, Z; out[o.., 3] = centroid."""
-    i0 = cf[t, 0]; i1 = cf[t, 1]; i2 = cf[t, 2]
-    ax = cv[i0, 0]; ay = cv[i0, 1]; az = cv[i0, 2]
-    bx = cv[i1, 0]; by = cv[i1, 1]; bz = cv[i1, 2]
-    cx = cv[i2, 0]; cy = cv[i2, 1]; cz = cv[i2, 2]
+def _frame(cage_position, cage_face, t, out, o):
+    """Frame of cage triangle t: out[o + 0..2, 0..2] = columns X, Y, Z; out[o + 0..2, 3] = centroid.
+
+    cage_position (Nc, 3) float64 model space; cage_face (Fc, 3) int64; out (n, 4) float64 rows written.
+    """
+    i0 = cage_face[t, 0]; i1 = cage_face[t, 1]; i2 = cage_face[t, 2]
+    ax = cage_position[i0, 0]; ay = cage_position[i0, 1]; az = cage_position[i0, 2]
+    bx = cage_position[i1, 0]; by = cage_position[i1, 1]; bz = cage_position[i1, 2]
+    cx = cage_position[i2, 0]; cy = cage_position[i2, 1]; cz = cage_position[i2, 2]
     ox = (ax + bx + cx) / 3.0; oy = (ay + by + cy) / 3.0; oz = (az + bz + cz) / 3.0
     ux = bx - ax; uy = by - ay; uz = bz - az
     vx = cx - ax; vy = cy - ay; vz = cz - az
@@ -42,15 +45,17 @@ def _frame(cv, cf, t, out, o):
 
 
 @njit(cache=True, nogil=True)
-def _frames(cv, cf, out):
-    """out (Fc, 3, 4) float64: rotation columns X, Y, Z and centroid per triangle."""
-    for t in range(cf.shape[0]):
-        _frame(cv, cf, t, out[t], 0)
+def _frames(cage_position, cage_face, triangle_frame_out):
+    """triangle_frame_out (Fc, 3, 4) float64: rotation columns X, Y, Z and centroid per triangle.
+    cage_position (Nc, 3) float64 model space; cage_face (Fc, 3) int64."""
+    for t in range(cage_face.shape[0]):
+        _frame(cage_position, cage_face, t, triangle_frame_out[t], 0)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _closest_dist2(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
-    """Squared distance from p to triangle abc (Ericson's region tests; exact for all regions)."""
+    """Squared distance from point p to triangle abc, all scalars (Ericson's region tests; exact
+    for all regions)."""
     abx = bx - ax; aby = by - ay; abz = bz - az
     acx = cx - ax; acy = cy - ay; acz = cz - az
     apx = px - ax; apy = py - ay; apz = pz - az
@@ -84,7 +89,9 @@ def _closest_dist2(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
                         va = d3 * d6 - d5 * d4
                         if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
                             w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-                            qx = bx + w * (cx - bx); qy = by + w * (cy - by); qz = bz + w * (cz - bz)
+                            qx = bx + w * (cx - bx)
+                            qy = by + w * (cy - by)
+                            qz = bz + w * (cz - bz)
                         else:
                             den = 1.0 / (va + vb + vc)
                             v = vb * den
@@ -103,21 +110,26 @@ def point_triangle_distance(p, a, b, c):
 
 
 @njit(cache=True, nogil=True)
-def _grid(cv, cf, usable, lo, h, dims):
-    """Bin each usable triangle into every cell its bounding box overlaps → CSR (start, tris)."""
+def _grid(cage_position, cage_face, triangle_usable, lo, h, dims):
+    """Bin each usable cage triangle into every grid cell its bounding box overlaps → CSR
+    (cell_start (C+1,) int64, cell_triangle (n,) int32).
+
+    cage_position (Nc, 3) float64; cage_face (Fc, 3) int64; triangle_usable (Fc,) bool; lo (3,)
+    float64 grid corner; h cell size; dims (3,) int64 cells per axis (C = product). Build time.
+    """
     nx, ny, nz = dims[0], dims[1], dims[2]
     ncell = nx * ny * nz
     cnt = np.zeros(ncell + 1, np.int64)
-    Fc = cf.shape[0]
+    Fc = cage_face.shape[0]
     rng = np.zeros((Fc, 6), np.int64)
     for t in range(Fc):
-        if not usable[t]:
+        if not triangle_usable[t]:
             continue
         for a in range(3):
             mn = np.inf
             mx = -np.inf
             for c in range(3):
-                x = cv[cf[t, c], a]
+                x = cage_position[cage_face[t, c], a]
                 mn = min(mn, x)
                 mx = max(mx, x)
             n = dims[a]
@@ -127,25 +139,27 @@ def _grid(cv, cf, usable, lo, h, dims):
             for j in range(rng[t, 1], rng[t, 4] + 1):
                 for k in range(rng[t, 2], rng[t, 5] + 1):
                     cnt[(i * ny + j) * nz + k + 1] += 1
-    start = np.cumsum(cnt)
-    fill = start[:-1].copy()
-    tris = np.empty(start[-1], np.int32)
+    cell_start = np.cumsum(cnt)
+    fill = cell_start[:-1].copy()
+    cell_triangle = np.empty(cell_start[-1], np.int32)
     for t in range(Fc):
-        if not usable[t]:
+        if not triangle_usable[t]:
             continue
         for i in range(rng[t, 0], rng[t, 3] + 1):
             for j in range(rng[t, 1], rng[t, 4] + 1):
                 for k in range(rng[t, 2], rng[t, 5] + 1):
                     c = (i * ny + j) * nz + k
-                    tris[fill[c]] = t
+                    cell_triangle[fill[c]] = t
                     fill[c] += 1
-    return start, tris
+    return cell_start, cell_triangle
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _visit_cell(c, start, tris, cv, cf, px, py, pz, best_d, best_t, K):
-    for r in range(start[c], start[c + 1]):
-        t = tris[r]
+def _visit_cell(c, cell_start, cell_triangle, cage_position, cage_face, px, py, pz, best_d, best_t, K):
+    """Offer the triangles of grid cell c to the K nearest so far of point (px, py, pz).
+    State in/out: best_d (K,) float64 squared distances ascending, best_t (K,) int64 triangles."""
+    for r in range(cell_start[c], cell_start[c + 1]):
+        t = cell_triangle[r]
         dup = False
         for s in range(K):
             if best_t[s] == t:
@@ -153,9 +167,10 @@ def _visit_cell(c, start, tris, cv, cf, px, py, pz, best_d, best_t, K):
                 break
         if dup:
             continue
-        i0 = cf[t, 0]; i1 = cf[t, 1]; i2 = cf[t, 2]
-        d = _closest_dist2(px, py, pz, cv[i0, 0], cv[i0, 1], cv[i0, 2], cv[i1, 0], cv[i1, 1], cv[i1, 2],
-                           cv[i2, 0], cv[i2, 1], cv[i2, 2])
+        i0 = cage_face[t, 0]; i1 = cage_face[t, 1]; i2 = cage_face[t, 2]
+        d = _closest_dist2(px, py, pz, cage_position[i0, 0], cage_position[i0, 1], cage_position[i0, 2],
+                           cage_position[i1, 0], cage_position[i1, 1], cage_position[i1, 2],
+                           cage_position[i2, 0], cage_position[i2, 1], cage_position[i2, 2])
         if d >= best_d[K - 1]:
             continue
         s = K - 1
@@ -168,10 +183,19 @@ def _visit_cell(c, start, tris, cv, cf, px, py, pz, best_d, best_t, K):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _bind(dv, cv, cf, start, tris, lo, h, dims, K, far_ratio, eps, frames, out_tri, out_w, out_local):
+def _bind(detail_position, cage_position, cage_face, cell_start, cell_triangle, lo, h, dims, K, far_ratio, eps,
+          triangle_frame, vertex_triangle_out, vertex_weight_out, vertex_local_out):
+    """Bind each detail vertex to its K nearest cage triangles (grid search in growing shells).
+
+    detail_position (V, 3) float64 model space; cage arrays and grid as ``_grid``; far_ratio:
+    triangles farther than far_ratio × the nearest are dropped; eps: closer than this binds to
+    the nearest alone; triangle_frame (Fc, 3, 4) float64 rest frames. State out (written in full):
+    vertex_triangle_out (V, K) int32 (-1 unused), vertex_weight_out (V, K) float64 inverse-distance
+    weights summing to 1, vertex_local_out (V, K, 3) float64 position in each triangle's frame.
+    """
     nx, ny, nz = dims[0], dims[1], dims[2]
-    for v in prange(dv.shape[0]):
-        px = dv[v, 0]; py = dv[v, 1]; pz = dv[v, 2]
+    for v in prange(detail_position.shape[0]):
+        px = detail_position[v, 0]; py = detail_position[v, 1]; pz = detail_position[v, 2]
         best_d = np.full(K, np.inf)
         best_t = np.full(K, -1, np.int64)
         fx = (px - lo[0]) / h; fy = (py - lo[1]) / h; fz = (pz - lo[2]) / h
@@ -188,14 +212,15 @@ def _bind(dv, cv, cf, start, tris, lo, h, dims, K, far_ratio, eps, frames, out_t
                     edge_j = edge_i or j == cj - r or j == cj + r
                     if edge_j:
                         for k in range(k_lo, k_hi + 1):
-                            _visit_cell((i * ny + j) * nz + k, start, tris, cv, cf, px, py, pz, best_d, best_t, K)
+                            _visit_cell((i * ny + j) * nz + k, cell_start, cell_triangle, cage_position,
+                                        cage_face, px, py, pz, best_d, best_t, K)
                     else:
                         if ck - r >= 0 and ck - r < nz:
-                            _visit_cell((i * ny + j) * nz + ck - r, start, tris, cv, cf, px, py, pz,
-                                        best_d, best_t, K)
+                            _visit_cell((i * ny + j) * nz + ck - r, cell_start, cell_triangle, cage_position,
+                                        cage_face, px, py, pz, best_d, best_t, K)
                         if r > 0 and ck + r >= 0 and ck + r < nz:
-                            _visit_cell((i * ny + j) * nz + ck + r, start, tris, cv, cf, px, py, pz,
-                                        best_d, best_t, K)
+                            _visit_cell((i * ny + j) * nz + ck + r, cell_start, cell_triangle, cage_position,
+                                        cage_face, px, py, pz, best_d, best_t, K)
             # everything unvisited lies outside the cube of cells [c - r, c + r]
             covered = ci - r <= 0 and cj - r <= 0 and ck - r <= 0 and ci + r >= nx - 1 \
                 and cj + r >= ny - 1 and ck + r >= nz - 1
@@ -210,13 +235,13 @@ def _bind(dv, cv, cf, start, tris, lo, h, dims, K, far_ratio, eps, frames, out_t
         d0 = np.sqrt(best_d[0])
         n = 0
         for s in range(K):
-            out_tri[v, s] = -1
-            out_w[v, s] = 0.0
+            vertex_triangle_out[v, s] = -1
+            vertex_weight_out[v, s] = 0.0
         if best_t[0] < 0:
             continue
         if d0 < eps:
-            out_tri[v, 0] = best_t[0]
-            out_w[v, 0] = 1.0
+            vertex_triangle_out[v, 0] = best_t[0]
+            vertex_weight_out[v, 0] = 1.0
             n = 1
         else:
             wsum = 0.0
@@ -226,57 +251,73 @@ def _bind(dv, cv, cf, start, tris, lo, h, dims, K, far_ratio, eps, frames, out_t
                 ds = np.sqrt(best_d[s])
                 if ds > far_ratio * d0:
                     break
-                out_tri[v, s] = best_t[s]
-                out_w[v, s] = d0 / ds
+                vertex_triangle_out[v, s] = best_t[s]
+                vertex_weight_out[v, s] = d0 / ds
                 wsum += d0 / ds
                 n += 1
             for s in range(n):
-                out_w[v, s] /= wsum
+                vertex_weight_out[v, s] /= wsum
         for s in range(n):
-            t = out_tri[v, s]
-            dx = px - frames[t, 0, 3]; dy = py - frames[t, 1, 3]; dz = pz - frames[t, 2, 3]
+            t = vertex_triangle_out[v, s]
+            dx = px - triangle_frame[t, 0, 3]; dy = py - triangle_frame[t, 1, 3]; dz = pz - triangle_frame[t, 2, 3]
             for a in range(3):  # R^T (p - origin)
-                out_local[v, s, a] = frames[t, 0, a] * dx + frames[t, 1, a] * dy + frames[t, 2, a] * dz
+                vertex_local_out[v, s, a] = (triangle_frame[t, 0, a] * dx + triangle_frame[t, 1, a] * dy
+                                             + triangle_frame[t, 2, a] * dz)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _deform(frames, delta, tri, w, local, rest_n, has_n, out_p, out_n):
-    K = tri.shape[1]
-    for v in prange(tri.shape[0]):
+def _deform(triangle_frame, triangle_delta, vertex_triangle, vertex_weight, vertex_local, vertex_rest_normal, has_n,
+            vertex_position_out, vertex_normal_out):
+    """Detail vertices from the cage's current triangle frames (weighted blend of each bound frame).
+
+    Model inputs: vertex_triangle (V, K) int32, vertex_weight (V, K) float64, vertex_local (V, K, 3)
+    float64 from ``_bind``; vertex_rest_normal (V, 3) float64 (read when has_n). State in:
+    triangle_frame (Fc, 3, 4) float64 now, triangle_delta (Fc, 3, 3) float64 rotation since rest.
+    State out: vertex_position_out (V, 3), vertex_normal_out (V, 3) (when has_n), model space.
+    """
+    F = triangle_frame  # short for the blend arithmetic below
+    K = vertex_triangle.shape[1]
+    for v in prange(vertex_triangle.shape[0]):
         px = 0.0; py = 0.0; pz = 0.0
         nx = 0.0; ny = 0.0; nz = 0.0
         for s in range(K):
-            t = tri[v, s]
+            t = vertex_triangle[v, s]
             if t < 0:
                 break
-            ws = w[v, s]
-            lx = local[v, s, 0]; ly = local[v, s, 1]; lz = local[v, s, 2]
-            px += ws * (frames[t, 0, 0] * lx + frames[t, 0, 1] * ly + frames[t, 0, 2] * lz + frames[t, 0, 3])
-            py += ws * (frames[t, 1, 0] * lx + frames[t, 1, 1] * ly + frames[t, 1, 2] * lz + frames[t, 1, 3])
-            pz += ws * (frames[t, 2, 0] * lx + frames[t, 2, 1] * ly + frames[t, 2, 2] * lz + frames[t, 2, 3])
+            ws = vertex_weight[v, s]
+            lx = vertex_local[v, s, 0]; ly = vertex_local[v, s, 1]; lz = vertex_local[v, s, 2]
+            px += ws * (F[t, 0, 0] * lx + F[t, 0, 1] * ly + F[t, 0, 2] * lz + F[t, 0, 3])
+            py += ws * (F[t, 1, 0] * lx + F[t, 1, 1] * ly + F[t, 1, 2] * lz + F[t, 1, 3])
+            pz += ws * (F[t, 2, 0] * lx + F[t, 2, 1] * ly + F[t, 2, 2] * lz + F[t, 2, 3])
             if has_n:
-                ax = rest_n[v, 0]; ay = rest_n[v, 1]; az = rest_n[v, 2]
-                nx += ws * (delta[t, 0, 0] * ax + delta[t, 0, 1] * ay + delta[t, 0, 2] * az)
-                ny += ws * (delta[t, 1, 0] * ax + delta[t, 1, 1] * ay + delta[t, 1, 2] * az)
-                nz += ws * (delta[t, 2, 0] * ax + delta[t, 2, 1] * ay + delta[t, 2, 2] * az)
-        out_p[v, 0] = px; out_p[v, 1] = py; out_p[v, 2] = pz
+                ax = vertex_rest_normal[v, 0]; ay = vertex_rest_normal[v, 1]; az = vertex_rest_normal[v, 2]
+                nx += ws * (triangle_delta[t, 0, 0] * ax + triangle_delta[t, 0, 1] * ay + triangle_delta[t, 0, 2] * az)
+                ny += ws * (triangle_delta[t, 1, 0] * ax + triangle_delta[t, 1, 1] * ay + triangle_delta[t, 1, 2] * az)
+                nz += ws * (triangle_delta[t, 2, 0] * ax + triangle_delta[t, 2, 1] * ay + triangle_delta[t, 2, 2] * az)
+        vertex_position_out[v, 0] = px; vertex_position_out[v, 1] = py; vertex_position_out[v, 2] = pz
         if has_n:
             ln = np.sqrt(nx * nx + ny * ny + nz * nz)
             if ln > 1e-30:
-                out_n[v, 0] = nx / ln; out_n[v, 1] = ny / ln; out_n[v, 2] = nz / ln
+                vertex_normal_out[v, 0] = nx / ln; vertex_normal_out[v, 1] = ny / ln; vertex_normal_out[v, 2] = nz / ln
             else:
-                out_n[v, 0] = rest_n[v, 0]; out_n[v, 1] = rest_n[v, 1]; out_n[v, 2] = rest_n[v, 2]
+                vertex_normal_out[v, 0] = vertex_rest_normal[v, 0]
+                vertex_normal_out[v, 1] = vertex_rest_normal[v, 1]
+                vertex_normal_out[v, 2] = vertex_rest_normal[v, 2]
 
 
 @njit(cache=True, nogil=True)
-def _update(cv, cf, rest_frames, frames, delta, want_delta):
-    _frames(cv, cf, frames)
+def _update(cage_position, cage_face, triangle_rest_frame, triangle_frame, triangle_delta, want_delta):
+    """Cage now → triangle_frame (Fc, 3, 4) float64 and, when want_delta, triangle_delta (Fc, 3, 3)
+    float64 = R_now · R_restᵀ. cage_position (Nc, 3) float64 model space; cage_face (Fc, 3) int64;
+    triangle_rest_frame (Fc, 3, 4) float64."""
+    _frames(cage_position, cage_face, triangle_frame)
     if want_delta:  # D = R_now · R_restᵀ
-        for t in range(cf.shape[0]):
+        for t in range(cage_face.shape[0]):
             for i in range(3):
                 for j in range(3):
-                    delta[t, i, j] = (frames[t, i, 0] * rest_frames[t, j, 0] + frames[t, i, 1] * rest_frames[t, j, 1]
-                                      + frames[t, i, 2] * rest_frames[t, j, 2])
+                    triangle_delta[t, i, j] = (triangle_frame[t, i, 0] * triangle_rest_frame[t, j, 0]
+                                               + triangle_frame[t, i, 1] * triangle_rest_frame[t, j, 1]
+                                               + triangle_frame[t, i, 2] * triangle_rest_frame[t, j, 2])
 
 
 class TriangleCage:

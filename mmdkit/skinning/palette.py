@@ -37,46 +37,56 @@ def vertex_bone_sets(model):
 
 
 @njit(cache=True, nogil=True)
-def _triangle_bones(face, vb, P):
-    F = face.shape[0]
-    tb = np.full((F, 12), -1, np.int32)
-    tn = np.zeros(F, np.int32)
+def _triangle_bones(face_vertex_index, vertex_bones):
+    """The distinct bones each triangle needs → (triangle_bone (F, 12) int32, -1 padded;
+    triangle_bone_count (F,) int32). face_vertex_index (F, 3) int32; vertex_bones (V, 4) int32 from
+    ``vertex_bone_sets`` (-1 = slot unused)."""
+    F = face_vertex_index.shape[0]
+    triangle_bone = np.full((F, 12), -1, np.int32)
+    triangle_bone_count = np.zeros(F, np.int32)
     for t in range(F):
         n = 0
         for c in range(3):
-            v = face[t, c]
+            v = face_vertex_index[t, c]
             for k in range(4):
-                b = vb[v, k]
+                b = vertex_bones[v, k]
                 if b < 0:
                     break
                 seen = False
                 for j in range(n):
-                    if tb[t, j] == b:
+                    if triangle_bone[t, j] == b:
                         seen = True
                         break
                 if not seen:
-                    tb[t, n] = b
+                    triangle_bone[t, n] = b
                     n += 1
-        tn[t] = n
-    return tb, tn
+        triangle_bone_count[t] = n
+    return triangle_bone, triangle_bone_count
 
 
 @njit(cache=True, nogil=True)
-def _build(face, material_face_start, vb, bone_index, num_bones, P, keep_order):
-    F = face.shape[0]
-    V = vb.shape[0]
-    tb, tn = _triangle_bones(face, vb, P)
+def _build(face_vertex_index, material_face_start, vertex_bones, vertex_bone_index, num_bones, P, keep_order):
+    """Greedy palette batches per material (the fields of ``PaletteBatches``, in its order), or
+    None when a triangle needs more than P bones.
+
+    face_vertex_index (F, 3) int32; material_face_start (M+1,) int32; vertex_bones (V, 4) int32
+    from ``vertex_bone_sets``; vertex_bone_index (V, 4) int32 as stored; num_bones B; P palette size;
+    keep_order: batches are runs of consecutive triangles. Build time only (allocates).
+    """
+    F = face_vertex_index.shape[0]
+    V = vertex_bones.shape[0]
+    triangle_bone, triangle_bone_count = _triangle_bones(face_vertex_index, vertex_bones)
     # bone → faces (CSR, faces ascending)
     cnt = np.zeros(num_bones + 1, np.int64)
     for t in range(F):
-        for j in range(tn[t]):
-            cnt[tb[t, j] + 1] += 1
+        for j in range(triangle_bone_count[t]):
+            cnt[triangle_bone[t, j] + 1] += 1
     start = np.cumsum(cnt)
     fill = start[:-1].copy()
     inc = np.empty(start[-1], np.int32)
     for t in range(F):
-        for j in range(tn[t]):
-            b = tb[t, j]
+        for j in range(triangle_bone_count[t]):
+            b = triangle_bone[t, j]
             inc[fill[b]] = t
             fill[b] += 1
 
@@ -116,13 +126,13 @@ def _build(face, material_face_start, vb, bone_index, num_bones, P, keep_order):
                 t = first
                 while t < f1:
                     extra = 0
-                    for j in range(tn[t]):
-                        if pal_stamp[tb[t, j]] != nb:
+                    for j in range(triangle_bone_count[t]):
+                        if pal_stamp[triangle_bone[t, j]] != nb:
                             extra += 1
                     if psize + extra > P:
                         break
-                    for j in range(tn[t]):
-                        b = tb[t, j]
+                    for j in range(triangle_bone_count[t]):
+                        b = triangle_bone[t, j]
                         if pal_stamp[b] != nb:
                             pal_stamp[b] = nb
                             pal_pos[b] = psize
@@ -135,12 +145,12 @@ def _build(face, material_face_start, vb, bone_index, num_bones, P, keep_order):
             else:
                 for t in range(first, f1):
                     if not taken[t]:
-                        missing[t] = tn[t]
+                        missing[t] = triangle_bone_count[t]
                 seed = first
                 while seed >= 0:
                     # add the seed's missing bones; triangles completed by them join the batch
-                    for j in range(tn[seed]):
-                        b = tb[seed, j]
+                    for j in range(triangle_bone_count[seed]):
+                        b = triangle_bone[seed, j]
                         if pal_stamp[b] == nb:
                             continue
                         pal_stamp[b] = nb
@@ -192,13 +202,13 @@ def _build(face, material_face_start, vb, bone_index, num_bones, P, keep_order):
                 t = members[i]
                 face_source[nf] = t
                 for c in range(3):
-                    v = face[t, c]
+                    v = face_vertex_index[t, c]
                     if vstamp[v] != nb:
                         vstamp[v] = nb
                         vnew[v] = nv
                         vertex_source[nv] = v
                         for k in range(4):
-                            b = bone_index[v, k]
+                            b = vertex_bone_index[v, k]
                             if b >= 0 and b < num_bones and pal_stamp[b] == nb:
                                 vertex_pal[nv, k] = pal_pos[b]
                             else:  # slot not needed (zero weight): any palette entry will do
@@ -274,13 +284,13 @@ def build_palette_batches(model, palette_size: int = 36, *, keep_order: bool = F
     if P < 1:
         raise BuildError(f"palette_size must be ≥ 1, got {P}", section="palette")
     face = np.ascontiguousarray(model.face_vertex_index, np.int32)
-    vb = vertex_bone_sets(model)
-    tb, tn = _triangle_bones(face, np.ascontiguousarray(vb), P)
-    if len(tn) and tn.max() > P:
-        t = int(np.argmax(tn))
-        raise BuildError(f"triangle {t} needs {int(tn[t])} bones, more than palette_size={P}",
-                         section="palette")
-    res = _build(face, np.ascontiguousarray(model.material_face_start, np.int32), np.ascontiguousarray(vb),
+    vertex_bones = np.ascontiguousarray(vertex_bone_sets(model))
+    _, triangle_bone_count = _triangle_bones(face, vertex_bones)
+    if len(triangle_bone_count) and triangle_bone_count.max() > P:
+        t = int(np.argmax(triangle_bone_count))
+        raise BuildError(f"triangle {t} needs {int(triangle_bone_count[t])} bones, more than palette_size={P}",
+                         path=getattr(model, "source_path", "") or "", section="palette")
+    res = _build(face, np.ascontiguousarray(model.material_face_start, np.int32), vertex_bones,
                  np.ascontiguousarray(model.vertex_bone_index, np.int32), model.num_bones, P, bool(keep_order))
     bm, bfs, bp, fv, fs, vs, vp, bvs = res
     vbatch = np.repeat(np.arange(len(bm), dtype=np.int32), np.diff(bvs))
