@@ -52,7 +52,8 @@ def _decompose(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]
     if np.linalg.det(a) < 0:
         s[0] = -s[0]
     r = a / np.where(s == 0, 1.0, s)
-    q = np.array(qfrom_matrix3_scalar(*r.ravel().tolist()))
+    # the plain-Python body of the shared numba helper: no JIT compile (~1 s) for a few nodes
+    q = np.array(qfrom_matrix3_scalar.py_func(*r.ravel().tolist()))
     exact = bool(np.allclose(trs_matrices(m[:3, 3], q, s), m, atol=1e-5 * max(1.0, np.abs(m).max())))
     return m[:3, 3], q, s, exact
 
