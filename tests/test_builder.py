@@ -139,3 +139,22 @@ def test_interpolation_block_layout():
     assert rows[0, 2:4].tolist() == [0, 0]
     with pytest.raises(BuildError):
         interpolation_block({"x": (0, 0, 200, 0)})
+
+
+def test_non_finite_model_values_are_refused_naming_field_row_and_item(tmp_path):
+    mb = ModelBuilder()
+    hip = mb.add_bone("hip", (0, 1, 0))
+    mb.add_rigid_body("hip", hip, "sphere", (1, 0, 0), (0, 1, 0), mass=float("nan"))
+    with pytest.raises(BuildError, match=r"rigid_body_mass.*row 0: value nan is not finite \(rigid body 'hip'\)"):
+        mb.build()
+    m, _ = leg_model()
+    p = tmp_path / "inf.pmx"
+    position = m.vertex_position.copy()
+    position[2, 1] = 1234.5  # a value found once in the file
+    mmdkit.save(m.replace(vertex_position=position), p)
+    data = p.read_bytes()
+    mark = np.float32(1234.5).tobytes()
+    assert data.count(mark) == 1
+    p.write_bytes(data.replace(mark, np.float32(np.inf).tobytes()))
+    with pytest.raises(BuildError, match=r"inf\.pmx.*vertex_position.*row 2: value \[6\.0, inf, 5\.0\]"):
+        mmdkit.load(p)

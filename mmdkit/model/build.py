@@ -2,8 +2,8 @@
 
 In: a dict keyed by ``Model`` field names (from a format reader or ``ModelBuilder``); missing
 arrays default to empty/neutral. Out: ``Model`` whose arrays have the documented dtype/shape,
-are C-contiguous and read-only. Every index is range-checked here (``BuildError`` naming the
-field, row and value) so later stages can trust them.
+are C-contiguous and read-only. Every index is range-checked and every float is finite here
+(``BuildError`` naming the field, row and value) so later stages can trust them.
 """
 
 from __future__ import annotations
@@ -85,6 +85,7 @@ _MINUS_ONE = {"bone_parent", "bone_tail_index", "bone_append_parent", "bone_ik",
               "material_sphere_index", "material_toon_index", "rigid_body_bone"}
 _NAME_COUNTS = {"material_name": "M", "bone_name": "B", "morph_name": "N", "rigid_body_name": "R",
                 "joint_name": "J"}
+_NAME_OF = {sym: key for key, sym in _NAME_COUNTS.items()}
 _MORPH_TABLES = {"vertex": ("Ev", (1,)), "uv": ("Eu", (3, 4, 5, 6, 7)), "bone": ("Eb", (2,)),
                  "material": ("Em", (8,)), "group": ("Eg", (0, 9)), "impulse": ("Ei", (10,))}
 _TABLE_KEY = {"Ev": "vertex_morph_vertex", "Eu": "uv_morph_vertex", "Eb": "bone_morph_bone",
@@ -284,6 +285,18 @@ def _check_morphs(f, counts, path) -> None:
     _check(f, "impulse_morph_rigid_body", 0, R, path, "rigid body index")
 
 
+def _check_finite(f, path) -> None:
+    """``BuildError`` naming the field, row and item of the first NaN or infinity in a float field."""
+    for key, (dtype, _, sym) in _SPEC.items():
+        a = f[key]
+        if dtype != np.float32 or np.isfinite(a).all():
+            continue
+        i = int(np.flatnonzero(~np.isfinite(a.reshape(len(a), -1)).all(axis=1))[0])
+        names = _NAME_OF.get(sym)
+        item = f" ({names.split('_name')[0].replace('_', ' ')} {f[names][i]!r})" if names else ""
+        raise _err(f"value {a[i].tolist()} is not finite{item}", path, key, i)
+
+
 def _check_display_frames(f, counts, path) -> None:
     frames = tuple(f.get("display_frames") or ())
     for fi, fr in enumerate(frames):
@@ -323,6 +336,7 @@ def build_model(fields: dict) -> Model:
     counts = _counts(f, path)
     _conform_arrays(f, counts, path)
     _conform_names(f, counts, path)
+    _check_finite(f, path)
     _check_vertices(f, counts, path, extras)
     _check_materials(f, counts, path)
     _check_bones(f, counts, path)
