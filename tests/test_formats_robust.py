@@ -75,3 +75,18 @@ def test_vpd_unterminated_blocks_fail_fast():
         with pytest.raises(FormatError, match="malformed block"):
             read_vpd(data, "open.vpd")
         assert time.perf_counter() - t < 2.0
+
+
+def test_pmx_soft_body_iterations_are_capped_with_a_warning():
+    from mmdkit.formats.pmx import SoftBodyRecord
+    from mmdkit.formats.pmx.physics import SOFT_BODY_MAX_ITERATIONS
+
+    mb = ModelBuilder("soft")
+    b = mb.add_bone("root", (0, 0, 0))
+    mat = mb.add_material("cloth")
+    mb.add_mesh(mat, np.eye(3), np.eye(3), np.zeros((3, 2)), [[0, 1, 2]], [b] * 3)
+    sb = SoftBodyRecord(name="skirt", material=mat, iteration=(2**31 - 1, 2, -5, 4))
+    data = write_pmx(mb.build().replace(soft_bodies=(sb,)))
+    m = build_model(read_pmx(data, "soft.pmx"))
+    assert m.soft_bodies[0].iteration == (SOFT_BODY_MAX_ITERATIONS, 2, 0, 4)
+    assert [w for w in m.warnings if "soft bodies" in w and "2 iteration counts" in w and "2147483647" in w]

@@ -59,6 +59,18 @@ SOFT_FIELDS = [("shape", "B", 1), ("material", "material", 1), ("group", "B", 1)
                ("iteration", "i", 4), ("material_coef", "f", 3)]
 
 
+SOFT_BODY_MAX_ITERATIONS = 256  # per solver pass; 2**31 - 1 would hang the first physics step
+
+
+def _cap_iterations(values: dict, capped: list) -> None:
+    """Iteration counts outside [0, SOFT_BODY_MAX_ITERATIONS] clamped; ``capped`` collects them."""
+    it = values["iteration"]
+    ok = tuple(min(max(v, 0), SOFT_BODY_MAX_ITERATIONS) for v in it)
+    if ok != it:
+        capped.extend(v for v, o in zip(it, ok) if v != o)
+        values["iteration"] = ok
+
+
 def _named_records(r: PmxReader, n: int, dt: np.dtype):
     """n × (name, name_en, fixed record) → (names, names_en, (n,) records)."""
     names, names_en, fixed = [], [], []
@@ -111,7 +123,7 @@ def read_soft_bodies(r: PmxReader, f: dict) -> None:
     dt = record(SOFT_FIELDS, index_dtypes(r.sizes))
     rsz, vsz = r.sizes["rigid"], r.sizes["vertex"]
     ns = r.i32_count(8 + dt.itemsize + 4 + 4, "soft body")
-    soft = []
+    soft, capped = [], []
     for _ in range(ns):
         name, name_en = r.text(), r.text()
         v = np.frombuffer(r.raw(dt.itemsize), dt)[0]
@@ -120,7 +132,11 @@ def read_soft_bodies(r: PmxReader, f: dict) -> None:
         npin = r.count(r.i32(), vsz, "soft body pin")
         pins = tuple(r.index("vertex") for _ in range(npin))
         values = {k: tuple(v[k].tolist()) if dt[k].shape else v[k].item() for k in dt.names}
+        _cap_iterations(values, capped)
         soft.append(SoftBodyRecord(name=name, name_en=name_en, anchors=anchors, pins=pins, **values))
+    if capped:
+        r.warnings.append(f"soft bodies: {len(capped)} iteration counts outside [0, {SOFT_BODY_MAX_ITERATIONS}] "
+                          f"clamped (e.g. {capped[0]})")
     f["soft_bodies"] = tuple(soft)
 
 
