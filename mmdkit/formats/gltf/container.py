@@ -59,7 +59,7 @@ def split_glb(data: memoryview, path: str) -> tuple[memoryview, memoryview | Non
 def parse_json(text: bytes | memoryview, path: str) -> Obj:
     """UTF-8 JSON text → the root ``Obj``; checks ``asset.version`` is 2.x."""
     try:
-        doc = json.loads(bytes(text).decode("utf-8-sig"))
+        doc = json.loads(bytes(text).decode("utf-8-sig").rstrip("\0"))  # some writers pad with NULs
     except UnicodeDecodeError as e:
         raise FormatError(f"JSON is not UTF-8 ({e.reason} at byte {e.start})", path=path,
                           section="JSON") from None
@@ -104,18 +104,23 @@ def _data_uri(uri: str, where: Obj, key: str) -> tuple[bytes, str]:
 
 
 def read_uri(uri: str, where: Obj, key: str, base_dir: str | None, limit: int | None,
-             what: str) -> tuple[bytes, str]:
-    """The bytes (at most ``limit``) and mime type of a data: URI or an external file."""
+             what: str, warnings: list[str] | None = None) -> tuple[bytes, str]:
+    """The bytes (at most ``limit``) and mime type of a data: URI or an external file.
+    A file that is missing or unreadable raises, or with ``warnings`` given is noted there
+    and reads as b''."""
     if uri.startswith("data:"):
         return _data_uri(uri, where, key)
     full = _external_file(uri, where, key, base_dir)
     try:
         with open(full, "rb") as f:
             data = f.read() if limit is None else f.read(limit)
-    except FileNotFoundError:
-        raise where.error(key, f"external {what} {uri!r:.80} not found in {base_dir}") from None
     except OSError as e:
-        raise where.error(key, f"external {what} {uri!r:.80} cannot be read ({e.strerror})") from None
+        why = "not found" if isinstance(e, FileNotFoundError) else f"cannot be read ({e.strerror})"
+        err = where.error(key, f"external {what} {uri!r:.80} {why} in {base_dir}")
+        if warnings is None:
+            raise err from None
+        warnings.append(f"{err}; left empty")
+        return b"", ""
     return data, _EXT_MIME.get(os.path.splitext(full)[1].lower(), "")
 
 

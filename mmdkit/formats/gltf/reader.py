@@ -33,14 +33,9 @@ def _image(o: Obj, acc: Accessors, base_dir: str | None, warnings: list[str]) ->
     if o.has("bufferView"):
         data = bytes(acc.view(o.int("bufferView", hi=len(acc.views)))[0])
     else:
-        uri = o.str("uri")
-        try:
-            data, found = read_uri(uri, o, "uri", base_dir, None, "image")
-            mime = mime or found
-        except FormatError as e:  # a missing texture leaves the model usable: warn
-            if "not found" not in e.detail and "cannot be read" not in e.detail:
-                raise
-            warnings.append(str(e))
+        uri = o.str("uri")  # a missing texture leaves the model usable: a warning
+        data, found = read_uri(uri, o, "uri", base_dir, None, "image", warnings)
+        mime = mime or found
         uri = "" if uri.startswith("data:") else uri
     return GltfImage(name=o.str("name", ""), mime=sniff_mime(data, mime), data=data, uri=uri)
 
