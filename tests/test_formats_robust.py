@@ -90,3 +90,33 @@ def test_pmx_soft_body_iterations_are_capped_with_a_warning():
     m = build_model(read_pmx(data, "soft.pmx"))
     assert m.soft_bodies[0].iteration == (SOFT_BODY_MAX_ITERATIONS, 2, 0, 4)
     assert [w for w in m.warnings if "soft bodies" in w and "2 iteration counts" in w and "2147483647" in w]
+
+
+def _bone_morph_camera_vmd():
+    import struct
+
+    from mmdkit.animation.builder import MotionBuilder
+    from mmdkit.formats.vmd import write_vmd
+
+    mo = MotionBuilder(model_name="m")
+    mo.add_bone_key("センター", 0, translation=(0, 1, 0))
+    mo.add_morph_key("あ", 3, 0.5)
+    mo.add_camera_key(0, -30.0, (0, 10, 0), (0, 0, 0))
+    data = write_vmd(mo.build())
+    tail = struct.pack("<3I", 0, 0, 0)  # light, self-shadow, property counts: all zero
+    assert data.endswith(tail)
+    return data[:-len(tail)]
+
+
+def test_vmd_garbage_after_valid_sections_reads_what_reads():
+    from mmdkit.formats.vmd import read_vmd, write_vmd
+
+    head = _bone_morph_camera_vmd()
+    data = head + (4_294_967_271).to_bytes(4, "little") + b"\x13\x37" * 50
+    m = read_vmd(data, "wild.vmd")
+    assert (m.num_bone_keys, m.num_morph_keys, m.num_camera_keys, m.num_light_keys) == (1, 1, 1, 0)
+    w = [x for x in m.warnings if "light keys" in x]
+    assert len(w) == 1 and f"byte {len(head)}" in w[0] and "dropped" in w[0]
+    assert write_vmd(m) == data  # the dropped bytes go back as they were
+    with pytest.raises(FormatError):
+        read_vmd(data[:60], "cut.vmd")  # a broken bone key section is still refused

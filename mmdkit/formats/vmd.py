@@ -20,6 +20,7 @@ import numpy as np
 from mmdkit.animation.build import build_motion
 from mmdkit.animation.curves import PHYSICS_OFF, bone_key_physics
 from mmdkit.animation.motion import Motion
+from mmdkit.errors import FormatError
 from mmdkit.formats.binary import BinaryReader, BinaryWriter, record
 from mmdkit.text import decode_cp932, decode_field, encode_cp932, encode_field, strip_field
 
@@ -68,9 +69,24 @@ def read_vmd(data: bytes, path: str = "") -> Motion:
     r = BinaryReader(data, path)
     extras: dict = {"format": "vmd"}
     f = _read_header(r, extras)
-    for name, prefix, dt in SECTIONS:
-        _read_key_section(r, f, extras, name, prefix, dt)
-    _read_property_keys(r, f, extras)
+    readers = [(name, lambda rr, n=name, p=prefix, d=dt: _read_key_section(rr, f, extras, n, p, d))
+               for name, prefix, dt in SECTIONS] + [(PROPERTY_KEYS, lambda rr: _read_property_keys(rr, f, extras))]
+    for i, (name, read) in enumerate(readers):
+        start = r.pos
+        try:
+            read(r)
+        except FormatError as e:
+            if i == 0:  # not even the bone keys read: not a motion
+                raise
+            # garbage after valid sections (seen in the wild): this section and the rest are
+            # absent, their bytes kept as trailing bytes and written back as they were
+            for _, absent in readers[i:]:
+                absent(BinaryReader(b"", path))
+            extras["trailing"] = data[start:]
+            r.warnings.append(f"{name}: {e.detail} (byte {e.offset}); this section and everything after it "
+                              f"({len(data) - start} bytes from byte {start}) dropped, kept as trailing bytes")
+            r.pos = r.end
+            break
     if r.remaining:
         extras["trailing"] = data[r.pos:]
         r.warnings.append(f"{r.remaining} bytes after the last section (byte {r.pos}) kept but ignored")
