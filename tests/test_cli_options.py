@@ -163,3 +163,16 @@ def test_an_output_that_is_an_input_is_refused(capsys, assets, tmp_path):
     code, _, err = run_cli(capsys, "render", model, dance, "--frames", "0", "-o", dance)
     assert_one_line_error(code, err, "-o", "is the input file")
     assert {p.name: p.read_bytes() for p in (model, dance)} == before
+
+
+def test_render_logs_get_no_progress_runs_and_quiet_says_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    for extra in ([], ["--quiet"]):
+        r = subprocess.run([sys.executable, "-m", "mmdkit", "render", "--demo", "--frames", "0:5", "--size", "64x48",
+                            "--msaa", "0", "-o", str(tmp_path / "d.mp4"), *extra], capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert "\r" not in r.stderr and "rendering" not in r.stderr
+        assert ("wrote" in r.stdout) != bool(extra)

@@ -37,3 +37,47 @@ def test_pose_output_is_compressed_unless_asked(capsys, gene_dance, tmp_path):
     for k in ("frames", "bone_world", "morph_weight", "vertex_position"):
         np.testing.assert_array_equal(a[k], b[k])
     assert sizes["packed"] < 0.9 * sizes["plain"]
+
+
+def test_physics_by_default_quiet_and_no_progress_runs_in_logs(gene_dance, tmp_path):
+    """Physics is on by default (as in render); stderr that is not a terminal gets no progress bar."""
+    import subprocess
+    import sys
+
+    runs = {}
+    for name, extra in (("default", []), ("still", ["--no-physics", "-q"])):
+        out = tmp_path / f"{name}.npz"
+        r = subprocess.run([sys.executable, "-m", "mmdkit", "pose", *map(str, gene_dance), "--frames", "0:249",
+                            "-o", str(out), *extra], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        assert "\r" not in r.stderr and "posing" not in r.stderr
+        runs[name] = (r, np.load(out)["bone_world"])
+    assert "wrote" in runs["default"][0].stdout
+    assert runs["still"][0].stdout == "" and runs["still"][0].stderr == ""
+    moved = np.abs(runs["default"][1][-1] - runs["still"][1][-1]).max(axis=(1, 2))
+    assert (moved > 1e-2).sum() >= 10  # hair and skirt bones follow their rigid bodies
+
+
+def test_compile_note_only_when_numba_compiles(capsys):
+    from numba import njit
+
+    from mmdkit.cli._common import compile_note
+
+    @njit
+    def one(x):
+        return x + 1
+
+    @njit
+    def two(x):
+        return x * 2
+
+    with compile_note(quiet=False):
+        one(1)
+        two(1)
+        one(2)  # compiled already: no event
+    assert capsys.readouterr().err.count("compiling kernels (first run only") == 1
+    with compile_note(quiet=False):
+        one(3)
+    with compile_note(quiet=True):
+        two(2.5)  # a new signature compiles, but quietly
+    assert capsys.readouterr().err == ""

@@ -7,9 +7,11 @@ typed, which ``mmdkit.cli.main`` prints on one line. Output-path checks live in 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
+import sys
 
 import numpy as np
 
@@ -110,6 +112,42 @@ def save_npz_atomic(path: str, *, compress: bool = False, **arrays) -> None:
     with atomic_path(path, ".npz.part") as tmp:
         with open(tmp, "wb") as f:
             (np.savez_compressed if compress else np.savez)(f, **arrays)
+
+
+PHYSICS_HELP = ("Simulate hair and clothes (Bullet rigid bodies) where the model has them; "
+                "--no-physics poses from the keys alone.")
+QUIET_HELP = "No progress bar and no notes (warnings and errors are still printed)."
+
+
+def show_progress(quiet: bool) -> bool:
+    """Progress bars only on a terminal: a log or pipe gets no runs of carriage returns."""
+    return not quiet and sys.stderr.isatty()
+
+
+@contextlib.contextmanager
+def compile_note(quiet: bool):
+    """While the block runs, say once on stderr when numba starts compiling (its cache was cold).
+
+    Fires only on cache misses (numba's 'numba:compile' event), so a warm run prints nothing.
+    """
+    if quiet:
+        yield
+        return
+    from numba.core import event
+
+    class Note(event.Listener):
+        said = False
+
+        def on_start(self, ev):
+            if not self.said:
+                self.said = True
+                print("mmdkit: compiling kernels (first run only, 10-60 s)...", file=sys.stderr, flush=True)
+
+        def on_end(self, ev):
+            pass
+
+    with event.install_listener("numba:compile", Note()):
+        yield
 
 
 VPD_OPTION_HELP = ("Load a VPD pose onto the motion at a frame, as MMD's load pose + register: "

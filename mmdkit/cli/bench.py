@@ -13,12 +13,12 @@ import time
 import click
 import numpy as np
 
-from mmdkit.cli._common import FRAMES_HELP, load_as, make_physics, parse_frames
+from mmdkit.cli._common import FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, make_physics, parse_frames
 
 
 def _time_frames(ch, frame_list, skinning: bool, pos, nrm):
     """Update (and skin) each frame in order; per-stage seconds {stage: (F,)} and the totals (F,)."""
-    from mmdkit.pose import STAGES
+    from mmdkit.runtime import STAGES
 
     F = len(frame_list)
     for k in range(3, 0, -1):  # warm-up: compile kernels, settle physics on the frames just before
@@ -47,10 +47,11 @@ def _time_frames(ch, frame_list, skinning: bool, pos, nrm):
 @click.option("--frames", default="0+1000", show_default=True,
               help=f"Frames to time, in order: {FRAMES_HELP} Here a bare N means N frames from 0 (0:N-1): "
                    "one frame measures nothing.")
-@click.option("--physics/--no-physics", default=False, show_default=True, help="Include the Bullet stage.")
+@click.option("--physics/--no-physics", default=True, show_default=True, help=PHYSICS_HELP)
 @click.option("--skinning/--no-skinning", default=True, show_default=True, help="Include CPU skinning.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def command(model_path, motion_path, frames, physics, skinning, as_json):
+@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
+def command(model_path, motion_path, frames, physics, skinning, as_json, quiet):
     """Play FRAMES the way playback does and print the median ms/frame of each stage.
 
     \b
@@ -61,14 +62,14 @@ def command(model_path, motion_path, frames, physics, skinning, as_json):
     from mmdkit import Model, Motion
     from mmdkit.runtime import STAGES, Character
 
-    model = load_as(model_path, Model, "model (.pmx/.pmd)")
-    motion = load_as(motion_path, Motion, "motion (.vmd)", arg="MOTION")
-    frame_list = parse_frames(frames, motion.last_frame, bare_count=True)
-    ch = Character(model, motion, make_physics(model, physics))
-    V = model.num_vertices
-    pos = np.empty((V, 3), np.float32)
-    nrm = np.empty((V, 3), np.float32)
-    rows, total = _time_frames(ch, frame_list, skinning, pos, nrm)
+    with compile_note(quiet):
+        model = load_as(model_path, Model, "model (.pmx/.pmd)")
+        motion = load_as(motion_path, Motion, "motion (.vmd)", arg="MOTION")
+        frame_list = parse_frames(frames, motion.last_frame, bare_count=True)
+        ch = Character(model, motion, make_physics(model, physics))
+        V = model.num_vertices
+        scratch = np.empty((V, 3), np.float32), np.empty((V, 3), np.float32)
+        rows, total = _time_frames(ch, frame_list, skinning, *scratch)
     result = {s: float(np.median(rows[s]) * 1e3) for s in STAGES}
     result["total"] = float(np.median(total) * 1e3)
     result.update(frames=len(frame_list), bones=model.num_bones, vertices=V, physics_enabled=ch.physics is not None)

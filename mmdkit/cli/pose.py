@@ -11,8 +11,8 @@ from __future__ import annotations
 import click
 import numpy as np
 
-from mmdkit.cli._common import (FRAMES_HELP, VPD_OPTION_HELP, apply_vpd_options, load_as, make_physics, parse_frames,
-                                save_npz_atomic)
+from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options, compile_note,
+                                load_as, make_physics, parse_frames, save_npz_atomic, show_progress)
 from mmdkit.cli._output import check_output, writing
 
 
@@ -21,14 +21,14 @@ from mmdkit.cli._output import check_output, writing
 @click.argument("motion_path", metavar="MOTION", type=click.Path(exists=True, dir_okay=False))
 @click.option("--frames", default="0:", show_default=True, help=FRAMES_HELP)
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output .npz file.")
-@click.option("--physics/--no-physics", default=False, show_default=True,
-              help="Simulate rigid bodies (Bullet) between the two bone passes.")
+@click.option("--physics/--no-physics", default=True, show_default=True, help=PHYSICS_HELP)
 @click.option("--vertices", is_flag=True, help="Also write skinned vertex positions (F,V,3).")
 @click.option("--compress/--no-compress", default=True, show_default=True,
               help="Deflate the arrays in the .npz (np.savez_compressed, about a quarter smaller with "
                    "--vertices); --no-compress writes faster.")
 @click.option("--vpd", "vpd_specs", multiple=True, metavar="FILE.vpd@FRAME[:WEIGHT]", help=VPD_OPTION_HELP)
-def command(model_path, motion_path, frames, output, physics, vertices, compress, vpd_specs):
+@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
+def command(model_path, motion_path, frames, output, physics, vertices, compress, vpd_specs, quiet):
     """Pose MODEL with MOTION at each frame and write arrays to an .npz.
 
     \b
@@ -41,18 +41,19 @@ def command(model_path, motion_path, frames, output, physics, vertices, compress
     from mmdkit.runtime import pose
 
     check_output(output, (model_path, motion_path, *(spec.rpartition("@")[0] for spec in vpd_specs)))
-    model = load_as(model_path, Model, "model (.pmx/.pmd)")
-    motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)", arg="MOTION")
-    motion = apply_vpd_options(model, motion, vpd_specs)
-    last = motion.last_frame if isinstance(motion, Motion) else 0
-    frame_list = parse_frames(frames, last)
-    phys = make_physics(model, physics)
-    out = pose(model, motion, frame_list, physics=phys, vertices=vertices, progress=len(frame_list) > 200)
+    with compile_note(quiet):
+        model = load_as(model_path, Model, "model (.pmx/.pmd)")
+        motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)", arg="MOTION")
+        motion = apply_vpd_options(model, motion, vpd_specs)
+        frame_list = parse_frames(frames, motion.last_frame if isinstance(motion, Motion) else 0)
+        out = pose(model, motion, frame_list, physics=make_physics(model, physics), vertices=vertices,
+                   progress=show_progress(quiet) and len(frame_list) > 200)
     arrays = dict(frames=out["frames"], bone_names=np.array(model.bone_name), bone_world=out["bone_world"],
                   morph_names=np.array(model.morph_name), morph_weight=out["morph_weight"])
     if vertices:
         arrays["vertex_position"] = out["vertex_position"]
     with writing(output):
         save_npz_atomic(output, compress=compress, **arrays)
-    click.echo(f"wrote {output}: {len(frame_list)} frames × {model.num_bones} bones"
-               + (f", {model.num_vertices} vertices" if vertices else ""))
+    if not quiet:
+        click.echo(f"wrote {output}: {len(frame_list)} frames × {model.num_bones} bones"
+                   + (f", {model.num_vertices} vertices" if vertices else ""))

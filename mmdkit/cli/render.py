@@ -10,7 +10,8 @@ import math
 
 import click
 
-from mmdkit.cli._common import FRAMES_HELP, VPD_OPTION_HELP, apply_vpd_options, load_as, parse_frames
+from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options, compile_note,
+                                load_as, parse_frames, show_progress)
 from mmdkit.cli._output import check_output, writing
 from mmdkit.errors import OptionError
 
@@ -98,7 +99,7 @@ def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames):
 @click.option("--demo", is_flag=True, help="Render the built-in demo character and dance (nothing downloaded).")
 @click.option("--camera", "camera_path", type=click.Path(exists=True, dir_okay=False),
               help="A camera motion (.vmd); default: an automatic camera framing the character.")
-@click.option("--physics/--no-physics", default=True, show_default=True, help="Simulate hair/clothes (Bullet).")
+@click.option("--physics/--no-physics", default=True, show_default=True, help=PHYSICS_HELP)
 @click.option("--frames", default=None, help=f"{FRAMES_HELP} Default: the whole motion.")
 @click.option("--size", default=None, help="WIDTHxHEIGHT [default: 1280x720; demo 640x360].")
 @click.option("--fps", default=30.0, show_default=True, help="Output frame rate (MMD motions are 30 fps).")
@@ -117,8 +118,9 @@ def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames):
 @click.option("--vpd", "vpd_specs", multiple=True, metavar="FILE.vpd@FRAME[:WEIGHT]", help=VPD_OPTION_HELP)
 @click.option("--audio", type=click.Path(exists=True, dir_okay=False), help="Audio file muxed into the MP4.")
 @click.option("-o", "--output", required=True, help="OUT.mp4, or a folder for PNG frames.")
+@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
 def command(model_path, motion_path, demo, camera_path, physics, frames, size, fps, msaa, crowd, palette_size,
-            ground_shadow, self_shadow, vpd_specs, audio, output):
+            ground_shadow, self_shadow, vpd_specs, audio, output, quiet):
     """Render MODEL dancing to MOTION (a .vmd, or a .vpd pose), headless (OpenGL through EGL; GPU or CPU).
 
     \b
@@ -133,10 +135,13 @@ def command(model_path, motion_path, demo, camera_path, physics, frames, size, f
     width_height = _size(size or ("640x360" if demo else "1280x720"))
     inputs = (model_path, motion_path, camera_path, audio, *(spec.rpartition("@")[0] for spec in vpd_specs))
     check_output(output, inputs, folder_ok=True, make_parents=True)
-    model, motion, camera, frame_list = _load(demo, model_path, motion_path, camera_path, vpd_specs, frames)
-    with writing(output):
-        stats = render_motion(model, motion, output, frames=frame_list, camera=camera, size=width_height, fps=fps,
-                              msaa=msaa, physics=physics, crowd=crowd, audio=audio,
-                              palette_size=palette_size, ground_shadow=ground_shadow, self_shadow=self_shadow,
-                              warn=lambda m: click.echo(f"warning: {m}", err=True))
-    click.echo(f"wrote {output}: {stats['frames']} frames in {stats['seconds']:.1f} s ({stats['fps']:.1f} frames/s)")
+    with compile_note(quiet):
+        model, motion, camera, frame_list = _load(demo, model_path, motion_path, camera_path, vpd_specs, frames)
+        with writing(output):
+            stats = render_motion(model, motion, output, frames=frame_list, camera=camera, size=width_height,
+                                  fps=fps, msaa=msaa, physics=physics, crowd=crowd, audio=audio,
+                                  palette_size=palette_size, ground_shadow=ground_shadow, self_shadow=self_shadow,
+                                  progress=show_progress(quiet), warn=lambda m: click.echo(f"warning: {m}", err=True))
+    if not quiet:
+        click.echo(f"wrote {output}: {stats['frames']} frames in {stats['seconds']:.1f} s "
+                   f"({stats['fps']:.1f} frames/s)")
