@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from mmdkit.mathutil import put3, qfrom_matrix3_scalar, qrot_scalar
+from mmdkit.mathutil import put3, qfrom_matrix3_scalar, qrot_scalar, qslerp_scalar
 from mmdkit.errors import BuildError
 from mmdkit.model.deform import effective_weights, used_slots
 from mmdkit.model.model import DEFORM_QDEF, DEFORM_SDEF
@@ -100,18 +100,7 @@ def skin_range(lo, hi, bone_skin, vertex_deform, vertex_bone, vertex_weight, ver
                                                  M[b0, 1, 2], M[b0, 2, 0], M[b0, 2, 1], M[b0, 2, 2])
             x1, y1, z1, q1w = qfrom_matrix3_scalar(M[b1, 0, 0], M[b1, 0, 1], M[b1, 0, 2], M[b1, 1, 0], M[b1, 1, 1],
                                                  M[b1, 1, 2], M[b1, 2, 0], M[b1, 2, 1], M[b1, 2, 2])
-            dot = x0 * x1 + y0 * y1 + z0 * z1 + q0w * q1w
-            if dot < 0.0:  # shortest arc
-                x1 = -x1; y1 = -y1; z1 = -z1; q1w = -q1w; dot = -dot
-            if dot > 0.9995:  # nearly equal: normalised lerp is exact enough and stable
-                k0 = 1.0 - w1
-                k1 = w1
-            else:
-                th = np.arccos(dot)
-                sn = np.sin(th)
-                k0 = np.sin((1.0 - w1) * th) / sn
-                k1 = np.sin(w1 * th) / sn
-            qx = k0 * x0 + k1 * x1; qy = k0 * y0 + k1 * y1; qz = k0 * z0 + k1 * z1; qw = k0 * q0w + k1 * q1w
+            qx, qy, qz, qw = qslerp_scalar(x0, y0, z0, q0w, x1, y1, z1, q1w, w1)  # shortest arc
             ql = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
             qx /= ql; qy /= ql; qz /= ql; qw /= ql
             cx = sdef_c[s, 0]; cy = sdef_c[s, 1]; cz = sdef_c[s, 2]
