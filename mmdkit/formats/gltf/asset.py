@@ -4,6 +4,7 @@ In: filled by ``mmdkit.formats.gltf.reader``. Out: plain numpy arrays (read-only
 space — right-handed, metres, +Y up, counter-clockwise front faces, quaternions (x, y, z, w),
 matrices row-major with column vectors (``p' = M @ [x, y, z, 1]``; glTF stores them column-major,
 they are transposed on reading). Nothing is converted to MMD here; that happens at import.
+All arrays are read-only; vertex attributes may be strided views into the file's bytes.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ class GltfPrimitive:
     vertex_uv (V, 2) float32 or None (TEXCOORD_0, origin top-left as glTF stores it).
     vertex_color (V, 4) float32 or None (COLOR_0; RGB gets alpha 1).
     vertex_joint (V, 4·S) uint16 or None: JOINTS_0..JOINTS_{S-1} side by side, indices into the
-    joints of the skin of the node that draws the mesh. vertex_weight (V, 4·S) float32 or None.
+    joints of the skin of the node that draws the mesh (checked < J where the weight is > 0;
+    slots of weight 0 are left as stored). vertex_weight (V, 4·S) float32 or None, as stored
+    (not renormalised, more than 4 per vertex possible: the importer keeps the 4 largest).
     face_vertex (F, 3) uint32: triangles, counter-clockwise front faces (strips and fans are
     triangulated; generated 0..V-1 when the primitive has no indices).
     target_position (K, V, 3) float32: morph target POSITION deltas (zeros where a target has none).
