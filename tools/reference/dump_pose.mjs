@@ -21,6 +21,8 @@
 //     their children (the order MMD, saba and nanoem evaluate in).
 //  5. A PMD whose IK list is not in bone order has its bones re-indexed by the loader, which
 //     turns "no parent" (-1) into undefined and fails to load (mokou_A.pmd). → -1 restored.
+//  6. Where two bones share a name (sd_mei.pmd has two センター), a motion track drives the last
+//     of them; MMD, saba and mmdkit bind the first. → the first.
 
 import fs from "node:fs";
 
@@ -41,6 +43,7 @@ const CORRECTIONS = [
     "PMD type 5 from the IK-field bone with ratio 1; type 9 from the child-field bone, ratio IK field / 100",
     "parents evaluated before their children",
     "PMD re-indexed for its IK order: 'no parent' kept as -1 (the loader failed)",
+    "a motion track drives the first bone of its name, not the last",
 ];
 
 // 1. float64 matrices (converts the matrices babylon already made, e.g. static temporaries)
@@ -118,7 +121,18 @@ async function main() {
     vmd.loggingEnabled = false;
     const motionBytes = new Uint8Array(fs.readFileSync(motionPath));
     const animation = await vmd.loadFromBufferAsync("motion", motionBytes.buffer);
+    // 6. a motion track binds to the first bone of its name (babylon's name map keeps the last)
+    const seen = new Set();
+    const renamed = [];
+    for (const bone of model.skeleton.bones) {
+        if (seen.has(bone.name)) {
+            renamed.push([bone, bone.name]);
+            bone.name += "\u0000duplicate";
+        }
+        seen.add(bone.name);
+    }
     model.setRuntimeAnimation(model.createRuntimeAnimation(animation));
+    for (const [bone, name] of renamed) bone.name = name;
 
     const bones = model.runtimeBones;
     const out = new Float64Array(frames.length * bones.length * 16);

@@ -30,12 +30,13 @@ PAIRS = {
     "mokou_wavefile": ("mokou/mokou_A.pmd", DANCE, np.linspace(3, 2803, 200).round()),
     "mei_wavefile": ("mei/Model/mei/mei.pmd", DANCE, np.linspace(7, 2807, 150).round()),
     "mei_self_introduction": ("mei/Model/mei/mei.pmd", "mei/Motion/mei_self_introduction/mei_self_introduction.vmd",
-                              np.arange(0, 600, 6.0)),
+                              np.arange(0, 101, 1.0)),
+    "sd_mei_guts": ("mei/Model/sd_mei/sd_mei.pmd", "mei/Motion/sd_mei_guts/sd_mei_guts.vmd", np.arange(0, 81, 1.0)),
     "low_miku_wavefile": ("low_miku/miku.pmd", DANCE, np.linspace(1, 2801, 200).round()),
     "nanoem_wavefile": ("fixtures/nanoem/test.pmx", DANCE, np.linspace(2, 2802, 200).round()),
     "fixture_append_bone": ("fixtures/yohawing-three-mmd-loader/test/fixtures/test_append_bone.pmx",
                             "fixtures/yohawing-three-mmd-loader/test/fixtures/test_append_bone.vmd",
-                            np.arange(0, 120, 1.0)),
+                            np.arange(0, 6, 0.25)),
 }
 
 
