@@ -120,3 +120,13 @@ def test_vmd_garbage_after_valid_sections_reads_what_reads():
     assert write_vmd(m) == data  # the dropped bytes go back as they were
     with pytest.raises(FormatError):
         read_vmd(data[:60], "cut.vmd")  # a broken bone key section is still refused
+
+
+def test_vpd_non_finite_value_is_a_format_error():
+    from mmdkit.formats.vpd import read_vpd
+
+    for text in ("0,1e999,0;", "0,1e39,0;"):  # 1e39 overflows float32 ("nan" is not a number there)
+        vpd = (VPD_HEAD.format(count=1) + VPD_BONE.replace("0,1,0;", text)).encode("cp932")
+        with pytest.raises(FormatError, match="not finite") as e:
+            read_vpd(vpd, "inf.vpd")
+        assert e.value.section == "bones" and e.value.offset == len(VPD_HEAD.format(count=1))

@@ -58,6 +58,11 @@ def read_vpd(data: bytes, path: str = "") -> Pose:
             raise FormatError(f"{kind}{m.group(2)} {name!r} has {len(vals)} numbers, expected {need}", path=path,
                               section="bones" if kind == "Bone" else "morphs", offset=byte_at(m.start()))
         v = [float(x) for x in vals]
+        with np.errstate(over="ignore"):
+            finite = np.isfinite(np.array(v, np.float32)).all()
+        if not finite:  # as build_model / build_motion refuse NaN and inf in the other formats
+            raise FormatError(f"{kind}{m.group(2)} {name!r}: value {v} is not finite", path=path,
+                              section="bones" if kind == "Bone" else "morphs", offset=byte_at(m.start()))
         if kind == "Bone":
             bones.append(name)
             tr.append(v[:3])
