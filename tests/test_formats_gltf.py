@@ -394,6 +394,7 @@ def test_lying_counts_offsets_and_indices_name_the_json_path(gltf_dir):
         (_set(prim + ["attributes", "POSITION"], 999), r"attributes\.POSITION': index 999 is out of range"),
         (_set(["nodes", 0, "children"], [0]), r"nodes\[0\]\.children\[0\]': node 0 is its own child"),
         (_set(["nodes", 3, "children"], [2]), r"nodes\[\d+\]\.children|cycle"),
+        (_set(["nodes", 3, "rotation"], [0, 0, 0, 0]), r"nodes\[3\]\.rotation': has length 0"),
         (_set(skin + ["joints", 0], 26), r"skins\[0\]\.joints\[0\]': index 26"),
         (_set(["animations", 1, "channels", 0, "target", "node"], -1),
          r"animations\[1\]\.channels\[0\]\.target\.node': -1 is below 0"),
@@ -483,8 +484,7 @@ def test_random_json_damage_gives_only_format_errors(gltf_dir):
                 slots.append(path + [k])
 
     walk({k: v for k, v in doc.items() if k != "asset"}, [])
-    rng = np.random.default_rng(14)
-    errors = 0
+    rng, errors = np.random.default_rng(14), 0
     for n in rng.choice(len(slots), 150, replace=False):
         bad = copy.deepcopy(doc)
         *head, last = slots[n]

@@ -49,6 +49,8 @@ def _channel(c: Obj, samplers: list[Obj], acc: Accessors, node_targets: np.ndarr
         raise s.error("output", f"has {out.size // width} values of {width}, {len(key_time)} keys "
                                 f"{'× 3 (CUBICSPLINE) ' if per == 3 else ''}need {len(key_time) * per}")
     v = out.reshape(len(key_time), per, width)
+    if path == "rotation" and not (np.einsum("ij,ij->i", v[:, per // 2], v[:, per // 2]) > 1e-12).all():
+        raise s.error("output", "holds a rotation key of length 0 (not a quaternion)")
     tangents = (v[:, 0], v[:, 2]) if per == 3 else (None, None)
     return GltfChannel(node=node, path=path, interpolation=interp, key_time=key_time,
                        key_value=v[:, per // 2], key_in_tangent=tangents[0], key_out_tangent=tangents[1])

@@ -50,7 +50,7 @@ class Obj:
 
     def int(self, k: str, default=_MISSING, lo: int | None = 0, hi: int | None = None) -> int:
         """An integer in [lo, hi) (hi exclusive: an index into a list of length hi)."""
-        v = self.d.get(k, _MISSING)
+        v = self.d.get(k, default)
         if type(v) is int and (lo is None or v >= lo) and (hi is None or v < hi):
             return v  # the common case, checked in one line (this runs thousands of times a file)
         v = self._raw(k, default)

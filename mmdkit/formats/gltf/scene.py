@@ -103,6 +103,8 @@ def read_nodes(root: Obj, n_meshes: int, n_skins: int, warnings: list[str]) -> d
         else:
             t[i] = o.floats("translation", 3, [0.0, 0.0, 0.0])
             r[i] = o.floats("rotation", 4, [0.0, 0.0, 0.0, 1.0])
+            if r[i] @ r[i] < 1e-12:
+                raise o.error("rotation", "has length 0 (not a quaternion)")
             s[i] = o.floats("scale", 3, [1.0, 1.0, 1.0])
     local[~has_matrix] = trs_matrices(t[~has_matrix], r[~has_matrix], s[~has_matrix])
     parent, order = _hierarchy(nodes, n)
