@@ -141,31 +141,29 @@ class BoundMotion:
 
 def bind_motion(model: Model, motion: Motion | None) -> BoundMotion:
     """Regroup ``motion``'s keys per bone/morph/IK solver of ``model`` (None → empty)."""
-    B, N, K = model.num_bones, model.num_morphs, len(model.ik_bone if model.ik_bone is not None else ())
+    K = len(model.ik_bone if model.ik_bone is not None else ())
     if motion is None:
         motion = Motion()
 
     def arr(a, shape, dtype):
         return np.zeros(shape, dtype) if a is None else a
 
-    nb = motion.num_bone_keys
-    b_track = arr(motion.bone_key_track, (0,), np.int32)
-    b_frame = arr(motion.bone_key_frame, (0,), np.uint32)
-    track_bone, unbound_b = match_tracks(model.bone_name, motion.bone_track_name,
-                                          motion.bone_track_name_bytes, 15)
-    owner = track_bone[b_track] if nb else np.zeros(0, np.int32)
-    b_start, b_idx = _csr(owner, b_frame, B)
-    interp = arr(motion.bone_key_interpolation, (0, 64), np.uint8)
-    phys = getattr(motion, "bone_key_physics", None)
-    phys = np.ones(nb, bool) if phys is None else np.asarray(phys, bool)
+    def bind(model_names, track_names, track_bytes, key_track, key_frame):
+        """Key rows per model entity (start, order) and the unbound track names."""
+        key_track = arr(key_track, (0,), np.int32)
+        key_frame = arr(key_frame, (0,), np.uint32)
+        track_owner, unbound = match_tracks(model_names, track_names, track_bytes, 15)
+        owner = track_owner[key_track] if len(key_track) else np.zeros(0, np.int32)
+        return (*_csr(owner, key_frame, len(model_names)), key_frame, unbound)
 
-    nm = motion.num_morph_keys
-    m_track = arr(motion.morph_key_track, (0,), np.int32)
-    m_frame = arr(motion.morph_key_frame, (0,), np.uint32)
-    track_morph, unbound_m = match_tracks(model.morph_name, motion.morph_track_name,
-                                           motion.morph_track_name_bytes, 15)
-    m_owner = track_morph[m_track] if nm else np.zeros(0, np.int32)
-    m_start, m_idx = _csr(m_owner, m_frame, N)
+    nb = motion.num_bone_keys
+    b_start, b_idx, b_frame, unbound_b = bind(model.bone_name, motion.bone_track_name, motion.bone_track_name_bytes,
+                                              motion.bone_key_track, motion.bone_key_frame)
+    interp = arr(motion.bone_key_interpolation, (0, 64), np.uint8)
+    phys = np.ones(nb, bool) if motion.bone_key_physics is None else np.asarray(motion.bone_key_physics, bool)
+    m_start, m_idx, m_frame, unbound_m = bind(model.morph_name, motion.morph_track_name,
+                                              motion.morph_track_name_bytes, motion.morph_key_track,
+                                              motion.morph_key_frame)
 
     # IK switches: one row per (property key, IK name) bound to the model's IK solvers.
     ik_owner = np.zeros(0, np.int32)
