@@ -17,6 +17,7 @@ COMPONENT = {5120: np.dtype("<i1"), 5121: np.dtype("<u1"), 5122: np.dtype("<i2")
              5123: np.dtype("<u2"), 5125: np.dtype("<u4"), 5126: np.dtype("<f4")}
 COMPONENTS = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
 _NORM = {"i1": 127.0, "u1": 255.0, "i2": 32767.0, "u2": 65535.0, "u4": 4294967295.0}
+_TYPES = tuple(COMPONENTS)
 _INDEX_TYPES = (5121, 5123, 5125)
 
 
@@ -32,6 +33,7 @@ class Accessors:
         self.zero_limit = (64 << 20) + 16 * sum(len(b) for b in buffers)
         self._view_cache: dict[int, tuple[memoryview, int]] = {}
         self._cache: dict[int, tuple[np.ndarray, Obj]] = {}
+        self._float_cache: dict[int, np.ndarray] = {}
 
     def __len__(self) -> int:
         return len(self.items)
@@ -122,7 +124,7 @@ class Accessors:
         ct = a.int("componentType", lo=None)
         if ct not in COMPONENT:
             raise a.error("componentType", f"{ct} is not a glTF component type")
-        dt, typ = COMPONENT[ct], a.str("type", choices=tuple(COMPONENTS))
+        dt, typ = COMPONENT[ct], a.str("type", choices=_TYPES)
         count, ncomp = a.int("count", lo=1), COMPONENTS[typ]
         if a.has("bufferView"):
             arr = self._stored(a, dt, typ, count)
@@ -143,9 +145,16 @@ class Accessors:
         arr = self.read(i, where, key, types)
         if arr.dtype.kind == "f":
             return arr
-        if self.items[i].bool("normalized", False):
-            return np.maximum(arr / np.float32(_NORM[arr.dtype.str[1:]]), np.float32(-1.0)).astype(np.float32)
-        return arr.astype(np.float32)
+        out = self._float_cache.get(i)
+        if out is None:
+            if self.items[i].bool("normalized", False):
+                scale = np.float32(_NORM[arr.dtype.str[1:]])
+                out = np.maximum(arr / scale, np.float32(-1.0)).astype(np.float32)
+            else:
+                out = arr.astype(np.float32)
+            out.flags.writeable = False
+            self._float_cache[i] = out
+        return out
 
     def indices(self, i: int, where: Obj, key: str, limit: int) -> np.ndarray:
         """Unsigned integer scalars (count,) as uint32, each checked < ``limit``."""

@@ -100,7 +100,7 @@ def read_primitive(p: Obj, acc: Accessors, n_materials: int, warnings: list[str]
     count = len(position)
     color = _attribute(acc, attrs, "COLOR_0", ("VEC3", "VEC4"), count)
     if color is not None and color.shape[1] == 3:
-        color = np.hstack([color, np.ones((count, 1), np.float32)])
+        color = _frozen(np.hstack([color, np.ones((count, 1), np.float32)]))
     joint, weight = _skin_attributes(acc, attrs, count)
     if p.has("indices"):
         index = acc.indices(p.int("indices"), p, "indices", count)
