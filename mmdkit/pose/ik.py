@@ -103,6 +103,8 @@ def _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw):
     rotation o taken off, renormalised (re-deriving it every step must not let rounding grow)."""
     x, y, z, w = qmul_scalar(-ox, -oy, -oz, ow, rx, ry, rz, rw)
     n = math.sqrt(x * x + y * y + z * z + w * w)
+    if n < 1e-12:
+        return 0.0, 0.0, 0.0, 1.0
     return x / n, y / n, z / n, w / n
 
 
