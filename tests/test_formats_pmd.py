@@ -79,3 +79,62 @@ def test_pmd_to_pmx_carries_everything(assets, tmp_path):
     back = build_model(read_pmd(write_pmd(build_model(read_pmx(write_pmx(d))))))
     for k in ("bone_flags", "bone_append_ratio", "ik_limit_angle", "vertex_morph_vertex", "material_toon_index"):
         assert np.array_equal(getattr(d, k), getattr(back, k)), k
+
+
+def test_pmd_conversion_follows_pmx_editor(assets):
+    """Issue #12 item 11: layers, ground shadow, double sides and BDEF1 as PMX Editor/mmd_tools."""
+    from mmdkit.formats.pmd.reader import read_raw
+
+    p = assets / "mei" / "Model" / "mei" / "mei.pmd"
+    raw = read_raw(p.read_bytes())
+    m = mmdkit.load(p)
+    btype = raw.bones["type"]
+    ik = (m.bone_flags & M.BONE_IK) != 0
+    below5 = np.zeros(m.num_bones, bool)
+    for b in range(m.num_bones):
+        a = b
+        while a >= 0 and not below5[b]:
+            below5[b] = btype[a] == 5
+            a = m.bone_parent[a]
+    assert below5.any() and ik.any()
+    assert (m.bone_layer[below5] == 2).all() and (m.bone_layer[ik & ~below5] == 1).all()
+    assert (m.bone_layer[~ik & ~below5] == 0).all()
+    edge = raw.materials["edge"] != 0
+    assert (((m.material_flags & M.MATERIAL_GROUND_SHADOW) != 0) == edge).all() and not edge.all()
+    assert (((m.material_flags & M.MATERIAL_DOUBLE_SIDED) != 0) == (raw.materials["alpha"] < 1)).all()
+    vb, vw = raw.vertices["b"], raw.vertices["w"]
+    one = (vb[:, 0] == vb[:, 1]) | (vw == 0) | (vw >= 100)
+    assert one.any() and (~one).any()
+    assert ((m.vertex_deform == M.DEFORM_BDEF1) == one).all()
+    carried = np.where((vb[:, 0] == vb[:, 1]) | (vw >= 100), vb[:, 0], vb[:, 1])
+    assert (m.vertex_bone_index[one, 0] == carried[one]).all() and (m.vertex_bone_weight[one, 0] == 1).all()
+    assert write_pmd(m) == p.read_bytes()
+
+
+def test_pmd_written_from_an_edited_model(assets):
+    """Issue #12 item 11: a translatable IK link stays translatable; the IK list keeps file order."""
+    from mmdkit.formats.pmd.reader import read_raw
+
+    data = (assets / "mokou" / "mokou_A.pmd").read_bytes()
+    m = mmdkit.load(assets / "mokou" / "mokou_A.pmd")
+    link = int(m.ik_link_bone[0])
+    assert not m.bone_flags[link] & M.BONE_TRANSLATABLE
+    flags = m.bone_flags.copy()
+    flags[link] |= M.BONE_TRANSLATABLE
+    back = build_model(read_pmd(write_pmd(m.replace(bone_flags=flags))))
+    assert back.bone_flags[link] & M.BONE_TRANSLATABLE
+    # drop the last solver (in bone order): the others keep the file's order
+    file_names = [m.bone_name[h["bone"]] for h, _ in read_raw(data).iks]
+    K, s = len(m.ik_bone), m.ik_link_start
+    last = int(m.ik_bone[-1])
+    bone_ik = m.bone_ik.copy()
+    bone_ik[last] = -1
+    flags = m.bone_flags.copy()
+    flags[last] &= np.uint16(~M.BONE_IK & 0xFFFF)
+    fewer = m.replace(ik_bone=m.ik_bone[:-1], ik_target=m.ik_target[:-1], ik_loop_count=m.ik_loop_count[:-1],
+                      ik_limit_angle=m.ik_limit_angle[:-1], ik_link_start=s[:-1], ik_link_bone=m.ik_link_bone[:s[-2]],
+                      ik_link_has_limit=m.ik_link_has_limit[:s[-2]], ik_link_lower=m.ik_link_lower[:s[-2]],
+                      ik_link_upper=m.ik_link_upper[:s[-2]], bone_ik=bone_ik, bone_flags=flags)
+    names = [m.bone_name[h["bone"]] for h, _ in read_raw(write_pmd(fewer)).iks]
+    assert file_names != sorted(file_names, key=m.bone_index) and len(names) == K - 1
+    assert names == [n for n in file_names if n != m.bone_name[last]]

@@ -70,12 +70,18 @@ def to_model(raw: PmdRaw, path: str) -> dict:
     return f
 
 
+def single_bone(bones: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """(V, 2) PMD bone pairs and (V,) weight bytes (percent of the first) → (V,) int64: the one
+    bone that carries the whole vertex, or -1 where both share it."""
+    b0, b1 = bones[:, 0].astype(np.int64), bones[:, 1].astype(np.int64)
+    return np.where((b0 == b1) | (weight >= 100), b0, np.where(weight == 0, b1, -1))
+
+
 def vertices_to_model(raw: PmdRaw, f: dict, ex: dict) -> None:
-    """BDEF2 with an integer percentage → (V, 4) indices/weights; edge flag → edge scale."""
+    """BDEF2 with an integer percentage → (V, 4) indices/weights (BDEF1 where one bone carries
+    the vertex); edge flag → edge scale."""
     v = raw.vertices
     nv = len(v)
-    f.update(vertex_position=v["p"], vertex_normal=v["n"], vertex_uv=v["uv"],
-             vertex_additional_uv=np.zeros((nv, 0, 4), np.float32), vertex_deform=np.full(nv, M.DEFORM_BDEF2, np.uint8))
     bi = np.zeros((nv, 4), np.int32)
     bi[:, :2] = v["b"]
     bw = np.zeros((nv, 4), np.float32)
@@ -86,6 +92,15 @@ def vertices_to_model(raw: PmdRaw, f: dict, ex: dict) -> None:
     w = np.minimum(w, 1)
     bw[:, 0] = w
     bw[:, 1] = np.float32(1) - w
+    # one bone carries everything (both bones the same, weight 100 or 0): BDEF1, as PMX Editor
+    one = single_bone(v["b"], v["w"])
+    single = one >= 0
+    bi[single, 0], bi[single, 1] = one[single], 0
+    bw[single, 0], bw[single, 1] = 1, 0
+    f.update(vertex_position=v["p"], vertex_normal=v["n"], vertex_uv=v["uv"],
+             vertex_additional_uv=np.zeros((nv, 0, 4), np.float32),
+             vertex_deform=np.where(single, M.DEFORM_BDEF1, M.DEFORM_BDEF2).astype(np.uint8))
+    ex["vertex_bone_raw"] = v["b"]
     f.update(vertex_bone_index=bi, vertex_bone_weight=bw,
              vertex_edge_scale=np.where(v["edge"] == 0, 1.0, 0.0).astype(np.float32),
              face_vertex_index=raw.face_index.astype(np.int32).reshape(-1, 3))
@@ -151,8 +166,10 @@ def materials_to_model(raw: PmdRaw, f: dict, ex: dict, path: str) -> None:
     diffuse = np.empty((nm, 4), np.float32)
     diffuse[:, :3] = mt["diffuse"]
     diffuse[:, 3] = mt["alpha"]
-    flags = np.where(mt["edge"] != 0, M.MATERIAL_EDGE, 0) | M.MATERIAL_GROUND_SHADOW | M.MATERIAL_SELF_SHADOW_MAP \
-        | M.MATERIAL_SELF_SHADOW
+    # as PMX Editor, mmd_tools and babylon-mmd: the edge flag also casts the ground shadow,
+    # a translucent material (alpha < 1) draws both sides
+    flags = np.where(mt["edge"] != 0, M.MATERIAL_EDGE | M.MATERIAL_GROUND_SHADOW, 0) \
+        | np.where(mt["alpha"] < 1, M.MATERIAL_DOUBLE_SIDED, 0) | M.MATERIAL_SELF_SHADOW_MAP | M.MATERIAL_SELF_SHADOW
     fs = np.zeros(nm + 1, np.int64)
     np.cumsum(mt["count"] // 3, out=fs[1:])
     if fs[-1] > len(f["face_vertex_index"]):
@@ -209,11 +226,29 @@ def bones_to_model(raw: PmdRaw, f: dict, ex: dict, bone_names: list) -> None:
     for head, _ in raw.iks:
         if head["bone"] < nb:
             fl[head["bone"]] |= M.BONE_IK
-    ex.update(bone_type=btype, bone_tail_raw=bo["tail"], bone_ik_raw=bo["ik"], bone_parent_raw=bo["parent"])
-    f.update(bone_name=tuple(bone_names), bone_position=bo["p"], bone_parent=P.to_index(bo["parent"], P.NO_BONE),
-             bone_layer=np.zeros(nb, np.int32), bone_flags=fl.astype(np.uint16), bone_tail_index=tail,
+    parent = P.to_index(bo["parent"], P.NO_BONE)
+    ex.update(bone_type=btype, bone_tail_raw=bo["tail"], bone_ik_raw=bo["ik"], bone_parent_raw=bo["parent"],
+              bone_flags_read=fl.astype(np.uint16), bone_append_read=(app_par, app_ratio))
+    f.update(bone_name=tuple(bone_names), bone_position=bo["p"], bone_parent=parent,
+             bone_layer=_bone_layers(btype, fl, parent), bone_flags=fl.astype(np.uint16), bone_tail_index=tail,
              bone_tail_offset=np.zeros((nb, 3), np.float32), bone_append_parent=app_par, bone_append_ratio=app_ratio,
              bone_fixed_axis=fixed)
+
+
+def _bone_layers(btype: np.ndarray, flags: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """(B,) int32 transform layers as PMX Editor and mmd_tools convert a PMD: IK bones 1,
+    rotation-affected bones (type 5) and everything below them 2, the rest 0."""
+    below5 = btype == P.BONE_ROTATION_AFFECTED
+    has_parent = (parent >= 0) & (parent < len(parent))
+    for _ in range(len(parent)):  # spread down the hierarchy (depth steps; a cycle stops at B)
+        grown = below5.copy()
+        grown[has_parent] |= below5[parent[has_parent]]
+        if (grown == below5).all():
+            break
+        below5 = grown
+    layer = np.where((flags & M.BONE_IK) != 0, 1, 0).astype(np.int32)
+    layer[below5] = 2
+    return layer
 
 
 def iks_to_model(raw: PmdRaw, f: dict, ex: dict, bone_names: list) -> None:
@@ -222,6 +257,7 @@ def iks_to_model(raw: PmdRaw, f: dict, ex: dict, bone_names: list) -> None:
     nb = len(raw.bones)
     order = sorted(range(len(raw.iks)), key=lambda k: int(raw.iks[k][0]["bone"]))
     ex["ik_file_order"] = np.array(order, np.int64)
+    ex["ik_file_names"] = tuple(bone_names[h["bone"]] if h["bone"] < nb else "" for h, _ in raw.iks)
     iks = [raw.iks[k] for k in order]
     bik = np.full(nb, -1, np.int32)
     ls = [0]
@@ -238,6 +274,7 @@ def iks_to_model(raw: PmdRaw, f: dict, ex: dict, bone_names: list) -> None:
             hi.append(P.KNEE_UPPER if knee else (0.0, 0.0, 0.0))
         ls.append(len(links))
     heads = np.array([h for h, _ in iks], P.IK_HEAD).reshape(len(iks))
+    ex["ik_bone_read"] = heads["bone"].astype(np.int32)
     f.update(bone_ik=bik, ik_bone=heads["bone"].astype(np.int32), ik_target=heads["target"].astype(np.int32),
              ik_loop_count=heads["loops"].astype(np.int32),
              ik_limit_angle=heads["limit"].astype(np.float32) * np.float32(4),

@@ -13,6 +13,7 @@ import numpy as np
 from mmdkit.errors import FormatError
 from mmdkit.formats.binary import BinaryWriter
 from mmdkit.formats.pmd import records as P
+from mmdkit.formats.pmd.convert import single_bone
 from mmdkit.model import model as M
 from mmdkit.text import decode_field, encode_field
 
@@ -93,14 +94,25 @@ def _write_vertices(w: BinaryWriter, model, ex: dict) -> None:
         tot = wt.sum(axis=1)
         w0 = np.where(tot > 0, wt[:, 0] / np.where(tot > 0, tot, 1), 1.0)
         pct = np.clip(np.rint(w0 * 100), 0, 100).astype(np.uint8)
-        v["b"] = two
-        v["w"] = _keep_raw(ex.get("vertex_weight_raw"), pct, lambda raw, new: np.clip(raw, 0, 100) == new)
+        v["b"], v["w"] = _keep_raw_weights(ex, two, pct)
         edge = np.where(model.vertex_edge_scale == 0, 1, 0).astype(np.uint8)
         v["edge"] = _keep_raw(ex.get("vertex_edge_raw"), edge, lambda raw, new: (raw != 0) == (new != 0))
     w.u32(V)
     w.array(v)
     w.u32(model.face_vertex_index.size)
     w.array(model.face_vertex_index.astype("<u2"))
+
+
+def _keep_raw_weights(ex: dict, bones: np.ndarray, pct: np.ndarray):
+    """(V, 2) bone pairs and (V,) percentages to write: the stored ones where they mean the
+    same weighting (same pair and percentage, or the same single bone however it was spelled)."""
+    raw_b, raw_w = ex.get("vertex_bone_raw"), ex.get("vertex_weight_raw")
+    if raw_b is None or raw_w is None or len(raw_b) != len(bones) or len(raw_w) != len(bones):
+        return bones, pct
+    one = single_bone(raw_b, raw_w)
+    keep = ((raw_b == bones).all(axis=1) & (np.clip(raw_w, 0, 100) == pct)) | \
+        ((one >= 0) & (one == single_bone(bones, pct)))
+    return np.where(keep[:, None], raw_b, bones), np.where(keep, raw_w, pct)
 
 
 def _toon_code(model, m: int, toon_names: list, toon_raw) -> int:
@@ -157,7 +169,7 @@ def _derive_bone_type(model, b: int, fl: int, ik_link_of: dict, targets: set) ->
         return P.BONE_ROTATION_LINKED, int(model.bone_append_parent[b]), int(round(r * 100)) & 0xFFFF
     if fl & M.BONE_FIXED_AXIS:
         return P.BONE_TWIST, tail, 0
-    if b in ik_link_of:
+    if b in ik_link_of and not fl & M.BONE_TRANSLATABLE:  # type 4 would drop "translatable"
         return P.BONE_IK_LINK, tail, ik_link_of[b]
     if not fl & M.BONE_VISIBLE:
         return (P.BONE_IK_TARGET if b in targets else P.BONE_INVISIBLE), tail, 0
@@ -173,40 +185,63 @@ def _write_bones(w: BinaryWriter, model, ex: dict) -> None:
     bo["name"] = _name_fields(model.bone_name, ex.get("bone_name_field"), P.NAME_SIZE)
     bo["parent"] = np.where(model.bone_parent < 0, P.NO_BONE, model.bone_parent)
     bo["p"] = model.bone_position
-    bt = ex.get("bone_type")
-    if bt is not None and len(bt) == B:
-        bo["type"], bo["tail"], bo["ik"] = bt, ex.get("bone_tail_raw"), ex.get("bone_ik_raw")
+    keep = _bones_as_read(model, ex)
+    if keep.any():
+        bo["type"][keep], bo["tail"][keep], bo["ik"][keep] = (ex["bone_type"][keep], ex["bone_tail_raw"][keep],
+                                                             ex["bone_ik_raw"][keep])
         bo["parent"] = _keep_raw(ex.get("bone_parent_raw"), bo["parent"],
                                  lambda raw, new: P.to_index(raw, P.NO_BONE) == model.bone_parent)
-    else:
+    if not keep.all():
         ik_link_of = {}
         for k in range(len(model.ik_bone)):
             for i in range(model.ik_link_start[k], model.ik_link_start[k + 1]):
                 ik_link_of.setdefault(int(model.ik_link_bone[i]), int(model.ik_bone[k]))
         targets = set(int(t) for t in model.ik_target)
-        for b in range(B):
+        for b in np.flatnonzero(~keep):
             typ, tail, ikv = _derive_bone_type(model, b, int(model.bone_flags[b]), ik_link_of, targets)
             bo["type"][b], bo["tail"][b], bo["ik"][b] = typ, max(tail, 0), ikv
     w.u16(B)
     w.array(bo)
 
 
+def _bones_as_read(model, ex: dict) -> np.ndarray:
+    """(B,) bool: bones whose stored type/child/IK fields still describe them (a PMD source
+    with the same bones, and the flags, append parent and ratio each bone had when read)."""
+    B = model.num_bones
+    if ex.get("bone_type") is None or len(ex["bone_type"]) != B:
+        return np.zeros(B, bool)
+    parent, ratio = ex["bone_append_read"]
+    return (model.bone_flags == ex["bone_flags_read"]) & (model.bone_append_parent == parent) & \
+        (model.bone_append_ratio == ratio)
+
+
 def _write_iks(w: BinaryWriter, model, ex: dict) -> None:
     """IK solvers in the source file's order (bone order for other models)."""
-    K = len(model.ik_bone)
-    w.u16(K)
-    order = ex.get("ik_file_order")
-    if order is None or len(order) != K:
-        order = np.arange(K)
-    inv = np.empty(K, np.int64)
-    inv[order] = np.arange(K)
+    w.u16(len(model.ik_bone))
     head = np.zeros(1, P.IK_HEAD)
-    for k in inv:
+    for k in _ik_write_order(model, ex):
         s0, s1 = int(model.ik_link_start[k]), int(model.ik_link_start[k + 1])
         head[0] = (model.ik_bone[k], model.ik_target[k], s1 - s0, model.ik_loop_count[k],
                    np.float32(model.ik_limit_angle[k]) / np.float32(4))
         w.array(head)
         w.array(model.ik_link_bone[s0:s1].astype("<u2"))
+
+
+def _ik_write_order(model, ex: dict) -> list:
+    """Model solver indices in the order to write: the source file's order — exactly while the
+    solvers are those read, else by their IK bones' names in the file's order (solvers the file
+    did not have last, in bone order)."""
+    K = len(model.ik_bone)
+    order, read = ex.get("ik_file_order"), ex.get("ik_bone_read")
+    if order is not None and read is not None and np.array_equal(read, model.ik_bone):
+        inv = np.empty(K, np.int64)
+        inv[order] = np.arange(K)
+        return inv.tolist()
+    free: dict[str, list] = {}
+    for k in range(K):
+        free.setdefault(model.bone_name[int(model.ik_bone[k])], []).append(k)
+    out = [free[n].pop(0) for n in ex.get("ik_file_names", ()) if free.get(n)]
+    return out + sorted(set(range(K)) - set(out))
 
 
 def _base_morph(model, ex: dict, vm: list):
