@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 
 import mmdkit
-from mmdkit.physics import MMDPhysics
+from mmdkit.physics import physics_for
 from mmdkit.runtime import Character
 from mmdkit.render.camera import auto_view, perspective
 from mmdkit.render.gl import Renderer
 from mmdkit.render.pipeline import render_motion
-from mmdkit.render.video import Mp4Writer
+from mmdkit.render.video import VideoWriter
 
 ASSETS = Path(os.environ.get("MMDKIT_ASSETS", Path(__file__).resolve().parents[2] / "shared" / "assets"))
 
@@ -42,12 +42,12 @@ def main():
                   f"({size[0]}x{size[1]}, 4x MSAA, physics on, H.264, ground shadow {'on' if shadow else 'off'}, "
                   f"self-shadow {'on' if self_shadow else 'off'})")
         # the parts, each alone
-        ch = Character(model, motion, MMDPhysics(model))
+        ch = Character(model, motion, physics_for(model))
         ren = Renderer(model, size, 4)
         lo, hi = model.vertex_position.min(0), model.vertex_position.max(0)
         view, dist = auto_view(lo, hi, 30, size[0] / size[1])
         proj = perspective(30, size[0] / size[1])
-        w = Mp4Writer(os.path.join(d, "parts.mp4"), size, 30)
+        w = VideoWriter(os.path.join(d, "parts.mp4"), size, 30)
         tp, tr, te = [], [], []
         for f in range(min(a.frames, 120)):
             t0 = time.perf_counter()

@@ -207,7 +207,7 @@ def test_cli_render_demo_mp4_and_png(tmp_path):
     r = subprocess.run([sys.executable, "-m", "mmdkit", "render", "--demo", "--frames", "0:2", "--size", "64x48",
                         "--crowd", "3", "-o", str(folder)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert sorted(p.name for p in folder.iterdir()) == ["frame_00000.png", "frame_00001.png", "frame_00002.png"]
+    assert sorted(p.name for p in folder.iterdir()) == ["frame_000000.png", "frame_000001.png", "frame_000002.png"]
 
 
 def test_demo_dances_with_physics_hair():
@@ -348,7 +348,7 @@ def test_property_keys_hide_the_model(tmp_path):
     out = tmp_path / "frames"
     render_motion(demo_model(), motion, str(out), frames=[0, 1], size=(64, 48), msaa=0, physics=False,
                   progress=False, self_shadow=True)
-    shown, hidden = (np.asarray(Image.open(out / f"frame_{i:05d}.png").convert("RGB")) for i in (0, 1))
+    shown, hidden = (np.asarray(Image.open(out / f"frame_{i:06d}.png").convert("RGB")) for i in (0, 1))
     assert (shown < 200).any()
     assert hidden.min() >= 250  # background only
 
@@ -367,8 +367,8 @@ def test_cli_renders_a_vpd_pose_as_one_picture(tmp_path):
                             str(tmp_path / f"{name}.vpd"), "--size", "64x64", "--no-physics", "-o", str(out)],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
-        assert [p.name for p in out.iterdir()] == ["frame_00000.png"]  # a pose: one picture
-        pics[name] = np.asarray(Image.open(out / "frame_00000.png").convert("RGB")).astype(int)
+        assert [p.name for p in out.iterdir()] == ["frame_000000.png"]  # a pose: one picture
+        pics[name] = np.asarray(Image.open(out / "frame_000000.png").convert("RGB")).astype(int)
     assert np.abs(pics["tilt"] - pics["rest"]).mean() > 0.5  # the pose shows
 
 
@@ -433,3 +433,126 @@ def test_msaa_the_gl_cannot_do_is_an_option_error(ctx):
             Renderer(model, (32, 32), bad, ctx=ctx)
     for good in (0, 1, 2, ctx.max_samples):
         Renderer(model, (32, 32), good, ctx=ctx)
+
+
+def _demo_render(out, frames, **kw):
+    from mmdkit.render.pipeline import render_motion
+
+    return render_motion(demo_model(), demo_motion(1.0), str(out), frames=frames, size=(32, 24), msaa=0,
+                         physics=False, progress=False, **kw)
+
+
+def test_output_path_chooses_picture_video_or_folder(tmp_path):
+    """A .png of one frame is one picture; the containers PyAV writes are videos, not folders."""
+    import av
+
+    from mmdkit.errors import OptionError
+
+    _demo_render(tmp_path / "still.png", [12])
+    assert (tmp_path / "still.png").is_file()
+    assert Image.open(tmp_path / "still.png").size == (32, 24)
+    with pytest.raises(OptionError, match="one picture but 2 frames"):
+        _demo_render(tmp_path / "two.png", [0, 1])
+    assert not (tmp_path / "two.png").exists()
+    for ext, codec in ((".gif", "gif"), (".webm", "vp9"), (".mkv", "h264"), (".avi", "mpeg4"), (".mov", "h264")):
+        out = tmp_path / f"clip{ext}"
+        _demo_render(out, range(3))
+        assert out.is_file(), ext
+        with av.open(str(out)) as c:
+            assert c.streams.video[0].codec_context.name == codec
+            assert sum(1 for _ in c.decode(c.streams.video[0])) == 3
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left
+
+
+def test_png_folder_is_refreshed_and_named_by_frame_number(tmp_path):
+    out = tmp_path / "frames"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "frame_00007.png").write_bytes(b"an old render's frame")
+    _demo_render(out, range(330, 334))
+    _demo_render(out, [330, 331])
+    assert sorted(p.name for p in out.iterdir()) == ["frame_000330.png", "frame_000331.png", "notes.txt"]
+
+
+def test_fps_is_real_time():
+    """At 60 fps the 30-frames-a-second motion is sampled every half frame."""
+    from mmdkit.render.pipeline import sample_frames
+
+    np.testing.assert_array_equal(sample_frames(330, 332, 60), [330, 330.5, 331, 331.5, 332])
+    np.testing.assert_array_equal(sample_frames(0, 2, 15), [0, 2])
+
+
+def test_default_frames_follow_fps(tmp_path):
+    from mmdkit.render.video import frame_file_names
+
+    motion = demo_motion(1.0)
+    stats = _demo_render(tmp_path / "f", None, fps=60)
+    assert stats["frames"] == 2 * int(motion.last_frame) + 1
+    names = sorted(p.name for p in (tmp_path / "f").iterdir())
+    assert names == frame_file_names(np.arange(stats["frames"]) / 2) and "frame_000000.500.png" in names
+
+
+def _tone_after_silence(path, rate=22050):
+    """1 s of silence, then 1 s of a loud tone (mono 16-bit WAV)."""
+    import math
+    import wave
+
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(bytes(2 * rate) + b"".join(int(12000 * math.sin(i / 5)).to_bytes(2, "little", signed=True)
+                                                 for i in range(rate)))
+
+
+def _audio_rms(path, seconds):
+    import av
+
+    with av.open(str(path)) as c:
+        st = c.streams.audio[0]
+        chunks = [f.to_ndarray().reshape(-1) for f in c.decode(st)]
+    data = np.concatenate(chunks)[:int(seconds * st.rate)]  # fltp: the first channel comes first per frame
+    return float(np.sqrt(np.mean(data.astype(np.float64) ** 2)))
+
+
+def test_audio_starts_at_the_first_rendered_frame(tmp_path):
+    wav = tmp_path / "tone.wav"
+    _tone_after_silence(wav)
+    _demo_render(tmp_path / "late.mp4", range(30, 45), audio=str(wav))  # 1.0 s .. 1.5 s: the tone
+    _demo_render(tmp_path / "early.mp4", range(0, 15), audio=str(wav))  # 0 .. 0.5 s: silence
+    assert _audio_rms(tmp_path / "late.mp4", 0.3) > 0.1
+    assert _audio_rms(tmp_path / "early.mp4", 0.3) < 0.01
+
+
+def test_audio_mistakes_are_one_line_option_errors(tmp_path):
+    from mmdkit.errors import OptionError
+
+    wav = tmp_path / "tone.wav"
+    _tone_after_silence(wav)
+    text = tmp_path / "notes.wav"
+    text.write_text("not a sound")
+    for out, audio, what in ((tmp_path / "frames", wav, "sound needs a video"),
+                             (tmp_path / "a.mp4", text, "not an audio file"),
+                             (tmp_path / "b.gif", wav, "no sound")):
+        with pytest.raises(OptionError, match=what) as e:
+            _demo_render(out, range(2), audio=str(audio))
+        assert "\n" not in str(e.value) and str(e.value).startswith("audio: ")
+        assert not out.exists()
+
+
+def test_material_table_resolves_pmd_rules(tmp_path):
+    """PMD-only rules live in the table, so a backend never asks which format a model came from."""
+    from mmdkit.render.materials import material_table
+
+    mb = ModelBuilder("rules")
+    b = mb.add_bone("root", (0, 0, 0))
+    mat = mb.add_material("m", diffuse=(1, 1, 1, 0.98), edge=False, toon=2, texture="t.png")
+    _quad(mb, mat, 0.0, b)
+    mmdkit.save(mb.build(), tmp_path / "m.pmd")
+    mmdkit.save(mb.build(), tmp_path / "m.pmx")
+    pmd, pmx = (material_table(mmdkit.load(tmp_path / f"m.{e}")) for e in ("pmd", "pmx"))
+    assert pmd.images[0].texture == pmx.images[0].texture == "t.png"
+    assert pmd.images[0].toon == "toon03.bmp" and pmd.images[0].toon_optional and pmd.images[0].toon_builtin == 3
+    assert pmx.images[0].toon is None and pmx.images[0].toon_builtin == 3
+    assert not pmd.culls(0, 0.5) and pmx.culls(0, 0.5)  # PMD: translucent materials draw both sides
+    assert not pmd.casts_self_shadow(0, 0.98) and pmd.casts_self_shadow(0, 1.0)

@@ -1,7 +1,9 @@
 """Render a model dancing to a motion: pose (worker thread) → GPU draw → encode (worker thread).
 
 In: Model, Motion, optional camera Motion, frames, size/fps/msaa, physics on/off, crowd size.
-Out: a video or PNG frames (atomic, see ``video``), plus stats (frames, seconds, fps, warnings).
+Out: a video, a picture or PNG frames (atomic, see ``video``), plus stats (frames, seconds, fps,
+warnings). Output fps is real time: by default the motion (30 frames a second) is sampled at
+``sample_frames(0, last, fps)``, fractional frames included.
 Posing frame n+1 overlaps drawing frame n, and encoding overlaps both, so the renderer never
 waits on Python for long. A crowd draws N characters of one Model with instancing; each has
 its own Character (and physics world) and a motion offset; material morphs are those of the
@@ -17,22 +19,22 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from mmdkit.animation.camera import sample_camera, sample_light, sample_shadow
-from mmdkit.runtime import Character
+from mmdkit.errors import OptionError
+from mmdkit.physics import physics_for
+from mmdkit.runtime import FPS, Character, play
 from mmdkit.render.camera import auto_view, mmd_view, perspective
 from mmdkit.render.gl import Renderer
 from mmdkit.render.materials import MaterialValues
 from mmdkit.render.video import open_writer
 
 
-def _physics(model, enabled: bool, warn):
-    if not enabled or model.num_rigid_bodies == 0:
-        return None
-    try:
-        from mmdkit.physics import MMDPhysics
-    except ImportError as e:
-        warn(f"physics unavailable ({e}); rendering without")
-        return None
-    return MMDPhysics(model)
+def sample_frames(start: float, end: float, fps: float) -> np.ndarray:
+    """(F,) float64 motion frames start + i·30/fps for i = 0, 1, … up to ``end`` (inclusive): a
+    video at ``fps`` made of them plays the motion in real time."""
+    if not (math.isfinite(fps) and fps > 0):
+        raise OptionError("fps", f"must be a number > 0, got {fps}")
+    step = FPS / fps
+    return start + np.arange(int(math.floor((end - start) / step + 1e-9)) + 1) * step
 
 
 def crowd_offsets(n: int, spacing: float) -> np.ndarray:
@@ -46,22 +48,24 @@ def crowd_offsets(n: int, spacing: float) -> np.ndarray:
 
 
 class _Crowd:
-    """N Characters of one model dancing the same motion, each ``frame_offset`` frames later."""
+    """N Characters of one model playing the same motion through ``frames``, each
+    ``frame_offset`` frames later than the one before."""
 
-    def __init__(self, model, motion, n: int, physics: bool, frame_offset: float, warn):
-        self.model, self.frame_offset = model, frame_offset
-        self.chars = [Character(model, motion, _physics(model, physics, warn)) for _ in range(n)]
+    def __init__(self, model, motion, n: int, physics: bool, frames, frame_offset: float):
+        self.model = model
+        self.chars = [Character(model, motion, physics_for(model, physics)) for _ in range(n)]
+        self._playing = play(self.chars, frames, offsets=[k * frame_offset for k in range(n)])
 
-    def pose(self, frame: float):
-        """The renderer's inputs for ``frame``: bone_skin (N,B,4,4), vertex offsets (N,V,3), UV
-        offsets (N,V,4) float32 and the first character's MaterialValues — all copies."""
+    def pose_next(self):
+        """The renderer's inputs for the next frame: bone_skin (N,B,4,4), vertex offsets (N,V,3),
+        UV offsets (N,V,4) float32 and the first character's MaterialValues — all copies."""
+        next(self._playing)
         chars = self.chars
         n = len(chars)
         skins = np.empty((n, self.model.num_bones, 4, 4), np.float32)
         voff = np.empty((n,) + chars[0].vertex_offset.shape, np.float32)
         uvoff = np.empty((n,) + chars[0].uv_offset.shape, np.float32)
         for k, ch in enumerate(chars):
-            ch.update(frame + k * self.frame_offset)
             skins[k] = ch.bone_skin if ch.visible else 0.0  # hidden by a property key: collapsed, draws nothing
             voff[k] = ch.vertex_offset
             uvoff[k] = ch.uv_offset
@@ -99,12 +103,12 @@ class _Shots:
 def _draw_frames(frames, crowd: _Crowd, shots: _Shots, ren: Renderer, writer, bar) -> None:
     """Pose frame i+1 on one thread and encode frame i−1 on another while frame i is drawn."""
     with ThreadPoolExecutor(1) as pose_pool, ThreadPoolExecutor(1) as enc_pool:
-        nxt = pose_pool.submit(crowd.pose, frames[0])
+        nxt = pose_pool.submit(crowd.pose_next)
         enc = None
         for i in range(len(frames)):
             skins, voff, uvoff, materials = nxt.result()
             if i + 1 < len(frames):
-                nxt = pose_pool.submit(crowd.pose, frames[i + 1])
+                nxt = pose_pool.submit(crowd.pose_next)
             kw = shots(i)
             img = ren.render(skins, kw.pop("view"), kw.pop("proj"), vertex_offset=voff, uv_offset=uvoff,
                              materials=materials, **kw)
@@ -122,37 +126,43 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
                   crowd_frame_offset: float = 7.0, audio: str | None = None, progress: bool = True,
                   palette_size: int | None = None, ground_shadow: bool = True, self_shadow: bool = False,
                   warn=print) -> dict:
-    """Render ``frames`` (iterable; default 0..last key frame) into ``output`` (.mp4 or folder)."""
+    """Render ``frames`` (motion frames, fractional allowed; default ``sample_frames(0, last,
+    fps)``) into ``output`` (a video, a .png for one frame, or a folder: see ``video``), with
+    ``audio`` from the first frame's time (frame / 30 s) on. Returns stats (frames, seconds,
+    fps, warnings, output)."""
     if frames is None:
-        frames = np.arange(0, max(motion.last_frame if motion is not None else 0, 1) + 1)
+        frames = sample_frames(0.0, max(motion.last_frame if motion is not None else 0, 1), fps)
     frames = np.asarray(list(frames), np.float64)
-    dancers = _Crowd(model, motion, crowd, physics, crowd_frame_offset, warn)
-    ren = Renderer(model, size, msaa, instances=crowd, palette_size=palette_size, ground_shadow=ground_shadow,
-                   self_shadow=self_shadow)
-    for w in ren.warnings:
-        warn(w)
-    lo, hi = model.vertex_position.min(0), model.vertex_position.max(0)
-    offsets = crowd_offsets(crowd, float(max(hi[0] - lo[0], hi[2] - lo[2]) * 1.3 + 2.0))
-    ren.set_instance_offsets(offsets)
-    shots = _Shots(model, motion, camera, frames, size[0] / size[1], offsets)
-    writer = open_writer(output, size, fps, audio)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(frames), desc="rendering", unit="frame")
-    t0 = time.perf_counter()
+    if len(frames) == 0:
+        raise OptionError("frames", "no frames to render")
+    writer = open_writer(output, size, fps, audio, frames=frames, audio_start=float(frames[0]) / FPS)
+    ren = bar = None
     try:
+        ren = Renderer(model, size, msaa, instances=crowd, palette_size=palette_size, ground_shadow=ground_shadow,
+                       self_shadow=self_shadow)
+        for w in ren.warnings:
+            warn(w)
+        dancers = _Crowd(model, motion, crowd, physics, frames, crowd_frame_offset)
+        lo, hi = model.vertex_position.min(0), model.vertex_position.max(0)
+        offsets = crowd_offsets(crowd, float(max(hi[0] - lo[0], hi[2] - lo[2]) * 1.3 + 2.0))
+        ren.set_instance_offsets(offsets)
+        shots = _Shots(model, motion, camera, frames, size[0] / size[1], offsets)
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(frames), desc="rendering", unit="frame")
+        t0 = time.perf_counter()
         _draw_frames(frames, dancers, shots, ren, writer, bar)
         writer.close()
+        secs = time.perf_counter() - t0
     except BaseException:
         writer.abort()
         raise
     finally:
         if bar is not None:
             bar.close()
-        ren.release()
-    secs = time.perf_counter() - t0
+        if ren is not None:
+            ren.release()
     return {"frames": len(frames), "seconds": secs, "fps": len(frames) / secs if secs else 0.0,
             "warnings": list(ren.warnings), "output": output}
 
