@@ -65,3 +65,30 @@ def test_convert_pmd_to_pmx_and_rewrite(assets, tmp_path):
     same = tmp_path / "same.vmd"
     r = CliRunner().invoke(cli, ["convert", str(assets / "gene/motion/01_happy.vmd"), str(same)])
     assert r.exit_code == 0 and same.read_bytes() == (assets / "gene/motion/01_happy.vmd").read_bytes()
+
+
+def test_info_reports_missing_textures(assets, tmp_path):
+    import shutil
+
+    lonely = tmp_path / "Gene_light.pmx"  # the model without its texture folder
+    shutil.copy(assets / "gene" / "Gene_light.pmx", lonely)
+    d = json.loads(run("info", lonely, "--json").stdout)
+    assert d["textures"] > 0 and sorted(d["missing_textures"]) == sorted(d["names"]["textures"])
+    human = run("info", lonely).stdout
+    assert f"warning: texture '{d['names']['textures'][0]}' not found in {tmp_path}" in human
+    d = json.loads(run("info", assets / "gene" / "Gene_light.pmx", "--json").stdout)
+    assert d["missing_textures"] == []
+
+
+def test_convert_to_pmd_says_what_it_dropped_and_carries_textures(assets, tmp_path):
+    out = tmp_path / "sub"
+    out.mkdir()
+    r = run("convert", assets / "gene" / "Gene_light.pmx", out / "gene.pmd")
+    assert r.returncode == 0, r.stderr
+    assert "dropped 7 morphs PMD cannot hold (only vertex morphs): 3 material, 1 UV, 3 group" in r.stderr
+    assert "4916 BDEF4/QDEF vertices written as BDEF2" in r.stderr
+    assert "copied 10 texture files" in r.stdout
+    d = json.loads(run("info", out / "gene.pmd", "--json").stdout)
+    assert d["missing_textures"] == [] and d["textures"] == 10  # the relative paths resolve where it was written
+    r = run("convert", assets / "gene" / "Gene.pmd", tmp_path / "gene.pmx")  # PMD → PMX drops nothing
+    assert r.returncode == 0 and "dropped" not in r.stderr and "written as BDEF2" not in r.stderr

@@ -176,3 +176,24 @@ def test_render_logs_get_no_progress_runs_and_quiet_says_nothing(tmp_path):
         assert r.returncode == 0, r.stderr
         assert "\r" not in r.stderr and "rendering" not in r.stderr
         assert ("wrote" in r.stdout) != bool(extra)
+
+
+def test_render_warns_when_the_camera_file_has_no_camera_keys(capsys, assets, tmp_path):
+    """A dance .vmd given as --camera: a warning, then the automatic camera (not an error)."""
+    import subprocess
+    import sys
+
+    import mmdkit
+    from mmdkit.animation.builder import MotionBuilder
+    from mmdkit.demo import demo_model
+
+    mmdkit.save(demo_model(), tmp_path / "demo.pmx")
+    mb = MotionBuilder(model_name="demo")
+    mb.add_bone_key("頭", 0)
+    mmdkit.save(mb.build(), tmp_path / "dance.vmd")
+    r = subprocess.run([sys.executable, "-m", "mmdkit", "render", str(tmp_path / "demo.pmx"),
+                        str(tmp_path / "dance.vmd"), "--camera", str(tmp_path / "dance.vmd"), "--frames", "0",
+                        "--size", "64x48", "--msaa", "0", "--no-physics", "-o", str(tmp_path / "f")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "mmdkit: warning: --camera" in r.stderr and "dance.vmd has no camera keys" in r.stderr

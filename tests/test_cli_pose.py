@@ -53,7 +53,8 @@ def test_physics_by_default_quiet_and_no_progress_runs_in_logs(gene_dance, tmp_p
         assert "\r" not in r.stderr and "posing" not in r.stderr
         runs[name] = (r, np.load(out)["bone_world"])
     assert "wrote" in runs["default"][0].stdout
-    assert runs["still"][0].stdout == "" and runs["still"][0].stderr == ""
+    assert runs["still"][0].stdout == ""  # quiet: warnings only (wavefile is made for another model)
+    assert all(x.startswith("mmdkit: warning: ") for x in runs["still"][0].stderr.splitlines())
     moved = np.abs(runs["default"][1][-1] - runs["still"][1][-1]).max(axis=(1, 2))
     assert (moved > 1e-2).sum() >= 10  # hair and skirt bones follow their rigid bodies
 
@@ -81,3 +82,20 @@ def test_compile_note_only_when_numba_compiles(capsys):
     with compile_note(quiet=True):
         two(2.5)  # a new signature compiles, but quietly
     assert capsys.readouterr().err == ""
+
+
+def test_pose_says_how_the_motion_bound(capsys, assets, tmp_path):
+    gene_motion = assets / "gene" / "motion" / "01_happy.vmd"
+    code, _, err = run_cli(capsys, "pose", assets / "gene" / "Gene.pmx", gene_motion, "--frames", "0",
+                           "--no-physics", "-o", tmp_path / "a.npz")
+    assert code == 0 and "bound 222/222 bone tracks, 111/111 morph tracks" in err and "warning" not in err
+    # a motion made for another model: a warning with the counts and the names that did not bind
+    code, _, err = run_cli(capsys, "pose", assets / "mokou" / "mokou_B.pmd", gene_motion, "--frames", "0",
+                           "--no-physics", "-o", tmp_path / "b.npz")
+    assert code == 0
+    line = next(x for x in err.splitlines() if "bone tracks" in x)
+    assert line.startswith("mmdkit: warning: ") and "01_happy.vmd" in line
+    assert "bound 70/222 bone tracks, 15/111 morph tracks" in line and "unbound bones: グルーブ" in line
+    code, _, err = run_cli(capsys, "pose", assets / "gene" / "Gene.pmx", gene_motion, "--frames", "0",
+                           "--no-physics", "-q", "-o", tmp_path / "c.npz")
+    assert code == 0 and err == ""

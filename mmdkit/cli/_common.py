@@ -80,14 +80,42 @@ def parse_frames(spec: str, last: float, *, bare_count: bool = False) -> np.ndar
     return np.arange(a, b + step * 0.5, step)
 
 
+#: Most warnings of one loaded file shown; the rest are counted.
+SHOWN_WARNINGS = 10
+
+
 def load_as(path: str, cls, what: str, arg: str = "MODEL"):
-    """``mmdkit.load(path)``, refused with an OptionError naming ``arg`` unless it is a ``cls``."""
+    """``mmdkit.load(path)``, refused with an OptionError naming ``arg`` unless it is a ``cls``;
+    the file's load warnings are printed (at most SHOWN_WARNINGS, then a count)."""
     import mmdkit
 
     obj = mmdkit.load(path)
     if not isinstance(obj, cls):
         raise OptionError(arg, f"{path} is a {type(obj).__name__}, expected a {what}")
+    for w in obj.warnings[:SHOWN_WARNINGS]:
+        warn(f"{path}: {w}")
+    if len(obj.warnings) > SHOWN_WARNINGS:
+        warn(f"{path}: {len(obj.warnings) - SHOWN_WARNINGS} more warnings (mmdkit info {path} lists them)")
     return obj
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr, the one format every subcommand uses."""
+    print(f"mmdkit: warning: {message}", file=sys.stderr, flush=True)
+
+
+def report_binding(model, motion, motion_path: str, *, quiet: bool) -> None:
+    """Say on stderr how many bone/morph tracks of ``motion`` bound to ``model``; a warning naming
+    the unbound tracks when some did not (a motion made for another model), a note otherwise."""
+    from mmdkit.animation.binding import bind_motion
+    from mmdkit.animation.motion import Pose
+    from mmdkit.animation.vpd import motion_from_pose
+
+    report = bind_motion(model, motion_from_pose(motion) if isinstance(motion, Pose) else motion).report()
+    if not report.complete:
+        warn(f"{motion_path}: {report}")
+    elif not quiet:
+        print(f"mmdkit: {motion_path}: {report}", file=sys.stderr)
 
 
 def make_physics(model, enabled: bool, **kw):

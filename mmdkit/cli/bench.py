@@ -13,7 +13,8 @@ import time
 import click
 import numpy as np
 
-from mmdkit.cli._common import FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, make_physics, parse_frames
+from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, make_physics,
+                                parse_frames, report_binding)
 
 
 def _time_frames(ch, frame_list, skinning: bool, pos, nrm):
@@ -66,6 +67,7 @@ def command(model_path, motion_path, frames, physics, skinning, as_json, quiet):
         model = load_as(model_path, Model, "model (.pmx/.pmd)")
         motion = load_as(motion_path, Motion, "motion (.vmd)", arg="MOTION")
         frame_list = parse_frames(frames, motion.last_frame, bare_count=True)
+        report_binding(model, motion, motion_path, quiet=quiet)
         ch = Character(model, motion, make_physics(model, physics))
         V = model.num_vertices
         scratch = np.empty((V, 3), np.float32), np.empty((V, 3), np.float32)

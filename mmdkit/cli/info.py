@@ -1,7 +1,8 @@
 """``mmdkit info FILE [--json]``: what a PMX/PMD/VMD/VPD file holds.
 
 In: a path. Out: a readable summary on stdout, or (``--json``) one JSON object with
-``format``, ``version``, ``encoding``, the counts as top-level keys, ``names`` and ``warnings``.
+``format``, ``version``, ``encoding``, the counts as top-level keys, ``names`` and ``warnings``;
+for a model also ``missing_textures`` (stored paths with no file in the model's folder).
 """
 
 from __future__ import annotations
@@ -51,6 +52,25 @@ def describe(obj) -> dict:
     return d
 
 
+def missing_textures(model) -> list[str]:
+    """The model's stored texture paths that name no file inside its folder (looked up as the
+    renderer does: case-insensitive, never outside the folder)."""
+    from mmdkit.render.textures import model_folder, resolve_texture
+
+    folder = model_folder(model)
+    if folder is None:
+        return []
+    missing = []
+    for stored in model.texture_path:
+        try:
+            found = resolve_texture(folder, stored)
+        except ValueError:  # leaves the model folder: the renderer refuses it too
+            found = None
+        if found is None:
+            missing.append(stored)
+    return missing
+
+
 def _human(path: str, d: dict) -> str:
     n = d["names"]
     title = f"{Path(path).name}: {d['format'].upper()} {d['version']}".rstrip()
@@ -59,7 +79,7 @@ def _human(path: str, d: dict) -> str:
     lines = [title]
     if n.get("model") or n.get("model_en"):
         lines.append(f"  name       {n.get('model', '')}" + (f" / {n['model_en']}" if n.get("model_en") else ""))
-    skip = {"format", "version", "encoding", "names", "warnings"}
+    skip = {"format", "version", "encoding", "names", "warnings", "missing_textures"}
     for k, v in d.items():
         if k not in skip:
             lines.append(f"  {k.replace('_', ' '):<14} {v:,}" if isinstance(v, int) else f"  {k:<14} {v}")
@@ -69,6 +89,9 @@ def _human(path: str, d: dict) -> str:
             lines.append(f"  {key.replace('_', ' ')}: {shown}")
     for w in d["warnings"]:
         lines.append(f"  warning: {w}")
+    folder = Path(path).resolve().parent
+    for t in d.get("missing_textures", ()):
+        lines.append(f"  warning: texture '{t}' not found in {folder}")
     return "\n".join(lines)
 
 
@@ -78,8 +101,12 @@ def _human(path: str, d: dict) -> str:
 def command(file, as_json):
     """Summarise a PMX/PMD/VMD/VPD FILE: format, counts, names, warnings."""
     from mmdkit.formats.io import load
+    from mmdkit.model.model import Model
 
-    d = describe(load(file))
+    obj = load(file)
+    d = describe(obj)
+    if isinstance(obj, Model):
+        d["missing_textures"] = missing_textures(obj)
     if as_json:
         click.echo(json.dumps(d, ensure_ascii=False))
     else:

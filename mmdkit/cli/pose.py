@@ -12,7 +12,8 @@ import click
 import numpy as np
 
 from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options, compile_note,
-                                load_as, make_physics, parse_frames, save_npz_atomic, show_progress)
+                                load_as, make_physics, parse_frames, report_binding, save_npz_atomic,
+                                show_progress)
 from mmdkit.cli._output import check_output, writing
 
 
@@ -44,8 +45,9 @@ def command(model_path, motion_path, frames, output, physics, vertices, compress
     with compile_note(quiet):
         model = load_as(model_path, Model, "model (.pmx/.pmd)")
         motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)", arg="MOTION")
-        motion = apply_vpd_options(model, motion, vpd_specs)
         frame_list = parse_frames(frames, motion.last_frame if isinstance(motion, Motion) else 0)
+        report_binding(model, motion, motion_path, quiet=quiet)
+        motion = apply_vpd_options(model, motion, vpd_specs)
         out = pose(model, motion, frame_list, physics=make_physics(model, physics), vertices=vertices,
                    progress=show_progress(quiet) and len(frame_list) > 200)
     arrays = dict(frames=out["frames"], bone_names=np.array(model.bone_name), bone_world=out["bone_world"],

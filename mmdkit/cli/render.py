@@ -11,7 +11,7 @@ import math
 import click
 
 from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options, compile_note,
-                                load_as, parse_frames, show_progress)
+                                load_as, parse_frames, report_binding, show_progress, warn)
 from mmdkit.cli._output import check_output, writing
 from mmdkit.errors import OptionError
 
@@ -69,8 +69,9 @@ def _check_options(demo, model_path, fps, msaa, crowd, palette_size, audio, outp
         _check_audio(audio, output)
 
 
-def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames):
-    """(model, motion, camera or None, frames (F,)) from the arguments as typed (or the demo's)."""
+def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames, quiet):
+    """(model, motion, camera or None, frames (F,)) from the arguments as typed (or the demo's);
+    says how the motion bound and warns when --camera holds no camera keys."""
     from mmdkit import Model, Motion, Pose
 
     if demo:
@@ -90,7 +91,12 @@ def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames):
     motion = apply_vpd_options(model, motion, vpd_specs)
     camera = load_as(camera_path, Motion, "camera motion (.vmd)", arg="--camera") if camera_path else None
     last = max(motion.last_frame, camera.last_frame if camera is not None else 0)
-    return model, motion, camera, parse_frames(frames or "0:", max(last, 1))
+    frame_list = parse_frames(frames or "0:", max(last, 1))
+    if not demo:
+        report_binding(model, motion, motion_path, quiet=quiet)
+    if camera is not None and not camera.has_camera:
+        warn(f"--camera {camera_path} has no camera keys; the automatic camera frames the character")
+    return model, motion, camera, frame_list
 
 
 @click.command("render")
@@ -136,12 +142,13 @@ def command(model_path, motion_path, demo, camera_path, physics, frames, size, f
     inputs = (model_path, motion_path, camera_path, audio, *(spec.rpartition("@")[0] for spec in vpd_specs))
     check_output(output, inputs, folder_ok=True, make_parents=True)
     with compile_note(quiet):
-        model, motion, camera, frame_list = _load(demo, model_path, motion_path, camera_path, vpd_specs, frames)
+        model, motion, camera, frame_list = _load(demo, model_path, motion_path, camera_path, vpd_specs, frames,
+                                                  quiet)
         with writing(output):
             stats = render_motion(model, motion, output, frames=frame_list, camera=camera, size=width_height,
                                   fps=fps, msaa=msaa, physics=physics, crowd=crowd, audio=audio,
                                   palette_size=palette_size, ground_shadow=ground_shadow, self_shadow=self_shadow,
-                                  progress=show_progress(quiet), warn=lambda m: click.echo(f"warning: {m}", err=True))
+                                  progress=show_progress(quiet), warn=warn)
     if not quiet:
         click.echo(f"wrote {output}: {stats['frames']} frames in {stats['seconds']:.1f} s "
                    f"({stats['fps']:.1f} frames/s)")

@@ -1,0 +1,89 @@
+"""What ``mmdkit convert`` must tell about a model: what PMD cannot hold, and its texture files.
+
+In: a loaded Model, the source and destination paths. Out: ``pmd_losses`` — one line per kind
+of data a PMD drops or simplifies (morph kinds, BDEF4/QDEF/SDEF vertices, soft bodies,
+additional UVs); ``carry_textures`` — copies the model's texture files into the destination
+folder at the same relative paths, so the stored (relative) paths stay valid there. Paths are
+copied rather than rewritten: a rewritten path would leave the model's folder ('../'), which
+the renderer refuses.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+
+from mmdkit.model import model as M
+
+_MORPH_KIND_NAMES = {M.MORPH_GROUP: "group", M.MORPH_BONE: "bone", M.MORPH_UV: "UV", M.MORPH_UV1: "additional-UV",
+                     M.MORPH_UV2: "additional-UV", M.MORPH_UV3: "additional-UV", M.MORPH_UV4: "additional-UV",
+                     M.MORPH_MATERIAL: "material", M.MORPH_FLIP: "flip", M.MORPH_IMPULSE: "impulse"}
+
+
+def pmd_losses(model) -> list[str]:
+    """One line per kind of data that writing ``model`` as a PMD drops or simplifies."""
+    lines = []
+    counts: dict[str, int] = {}
+    for k in np.asarray(model.morph_kind):
+        if int(k) != M.MORPH_VERTEX:
+            name = _MORPH_KIND_NAMES.get(int(k), f"kind-{int(k)}")
+            counts[name] = counts.get(name, 0) + 1
+    if counts:
+        kinds = ", ".join(f"{n} {name}" for name, n in counts.items())
+        lines.append(f"dropped {sum(counts.values())} morphs PMD cannot hold (only vertex morphs): {kinds}")
+    deform = np.asarray(model.vertex_deform)
+    many = np.isin(deform, (M.DEFORM_BDEF4, M.DEFORM_QDEF))
+    if many.any():
+        lost = int(((np.asarray(model.vertex_bone_weight)[many] > 0).sum(axis=1) > 2).sum())
+        lines.append(f"{int(many.sum())} BDEF4/QDEF vertices written as BDEF2 (the two heaviest bones; "
+                     f"{lost} of them lose weight on a third or fourth bone)")
+    sdef = int((deform == M.DEFORM_SDEF).sum())
+    if sdef:
+        lines.append(f"{sdef} SDEF vertices written as BDEF2 (linear blend)")
+    if model.num_soft_bodies:
+        lines.append(f"dropped {model.num_soft_bodies} soft bodies")
+    extra_uv = 0 if model.vertex_additional_uv is None else model.vertex_additional_uv.shape[1]
+    if extra_uv:
+        lines.append(f"dropped {extra_uv} additional UV channels")
+    return lines
+
+
+def _texture_names(model) -> list[str]:
+    """Stored texture paths, plus a PMD's toon01..10.bmp its materials share (looked up in its folder)."""
+    names = [t for t in model.texture_path if t]
+    if model.source_format == "pmd":
+        shared = np.asarray(model.material_toon_shared, bool)
+        for k in sorted(set(np.clip(np.asarray(model.material_toon_index)[shared], 0, 9).tolist())):
+            names.append(f"toon{k + 1:02d}.bmp")
+    return names
+
+
+def carry_textures(model, src: str, dst: str) -> tuple[int, list[str]]:
+    """Copy the texture files of ``model`` (read from ``src``) beside ``dst`` at the same relative
+    paths. Returns (files copied, messages about files that could not be carried)."""
+    from mmdkit.render.textures import resolve_texture
+
+    src_dir = os.path.realpath(os.path.dirname(os.path.abspath(src)))
+    dst_dir = os.path.realpath(os.path.dirname(os.path.abspath(dst)))
+    if src_dir == dst_dir:
+        return 0, []
+    copied, notes = 0, []
+    for stored in dict.fromkeys(_texture_names(model)):
+        try:
+            found = resolve_texture(src_dir, stored)
+        except ValueError as e:
+            notes.append(f"{e}; not copied")
+            continue
+        if found is None:
+            if not stored.startswith("toon"):
+                notes.append(f"texture '{stored}' not found in {src_dir}; not copied")
+            continue
+        target = os.path.join(dst_dir, os.path.relpath(found, src_dir))
+        if os.path.exists(target):
+            continue
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy2(found, target)
+        copied += 1
+    return copied, notes
