@@ -556,3 +556,17 @@ def test_material_table_resolves_pmd_rules(tmp_path):
     assert pmx.images[0].toon is None and pmx.images[0].toon_builtin == 3
     assert not pmd.culls(0, 0.5) and pmx.culls(0, 0.5)  # PMD: translucent materials draw both sides
     assert not pmd.casts_self_shadow(0, 0.98) and pmd.casts_self_shadow(0, 1.0)
+
+
+def test_gl_limits_and_broken_light_keys_are_handled(ctx):
+    from mmdkit.errors import RenderError
+
+    model = demo_model()
+    with pytest.raises(RenderError, match="70000x16"):
+        Renderer(model, (70000, 16), 0, ctx=ctx)
+    ren = Renderer(model, (48, 48), 0, ctx=ctx)
+    eye = np.broadcast_to(np.eye(4, dtype=np.float32), (model.num_bones, 4, 4))
+    view, proj = mmd_view((0, 10, 0), (0, 0, 0), -30), perspective(30, 1.0)
+    default = ren.render(eye, view, proj)
+    for broken in ((0.0, 0.0, 0.0), (np.nan, -1.0, 0.0)):  # a zero or NaN VMD light key: the default light
+        np.testing.assert_array_equal(ren.render(eye, view, proj, light_dir=broken), default)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import moderngl
 import numpy as np
 
-from mmdkit.errors import OptionError
+from mmdkit.errors import OptionError, RenderError
 from mmdkit.render import passes
 from mmdkit.render.context import build_programs, create_context
 from mmdkit.render.geometry import Geometry
@@ -74,9 +74,13 @@ class Renderer:
             raise OptionError("msaa", f"{msaa} samples cannot be done by this OpenGL "
                               f"({ctx.info.get('GL_RENDERER', '?')}); use one of {can}")
         samples = int(n) if n > 1 else 0
-        self._fbo_ms = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4, samples=samples)],
-                                       depth_attachment=ctx.depth_renderbuffer(size, samples=samples))
-        self._fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4)])
+        try:
+            self._fbo_ms = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4, samples=samples)],
+                                           depth_attachment=ctx.depth_renderbuffer(size, samples=samples))
+            self._fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4)])
+        except moderngl.Error as e:
+            raise RenderError(f"this OpenGL cannot make a {size[0]}x{size[1]} picture with {samples} samples "
+                              f"per pixel ({e})") from None
 
     def set_instance_offsets(self, offsets) -> None:
         """(instances, 3) model-space offsets of each character (crowds)."""
@@ -104,6 +108,8 @@ class Renderer:
         geo.skin(self._fbo_ms)
         ctx.front_face = "cw"  # MMD's front faces wind clockwise; the view flips z, so cw stays front
         L = np.asarray(light_dir, np.float64)
+        if not (np.isfinite(L).all() and L.any()):  # a zero or broken light key: MMD's default light
+            L = np.asarray(DEFAULT_LIGHT_DIR, np.float64)
         L = L / np.linalg.norm(L)
         shadow_on = self._prepare_main(bone_skin, values, L, self_shadow)
         self._fbo_ms.use()
