@@ -570,3 +570,17 @@ def test_gl_limits_and_broken_light_keys_are_handled(ctx):
     default = ren.render(eye, view, proj)
     for broken in ((0.0, 0.0, 0.0), (np.nan, -1.0, 0.0)):  # a zero or NaN VMD light key: the default light
         np.testing.assert_array_equal(ren.render(eye, view, proj, light_dir=broken), default)
+
+
+def test_api_arguments_out_of_range_are_option_errors(ctx, tmp_path):
+    from mmdkit.errors import OptionError
+    from mmdkit.render.pipeline import sample_frames
+
+    for kw, what in ((dict(crowd=0), "crowd"), (dict(fps=0.0), "fps"), (dict(fps=float("nan")), "fps")):
+        with pytest.raises(OptionError, match=what):
+            _demo_render(tmp_path / "x.mp4", None, **kw)
+    with pytest.raises(OptionError, match="frames: 0..1e\\+09 at 30 fps is 1000000001 frames"):
+        sample_frames(0, 1e9, 30)
+    with pytest.raises(OptionError, match="size: 0x10"):
+        Renderer(demo_model(), (0, 10), 0, ctx=ctx)
+    assert not list(tmp_path.iterdir())

@@ -40,6 +40,10 @@ class Renderer:
         self.model = model
         self.width, self.height = int(size[0]), int(size[1])
         self.instances = int(instances)
+        if self.width < 1 or self.height < 1:
+            raise OptionError("size", f"{size[0]}x{size[1]} has no pixels")
+        if self.instances < 1:
+            raise OptionError("instances", f"must be at least 1, got {instances}")
         self.edges, self.ground_shadow, self.self_shadow = edges, ground_shadow, self_shadow
         palette = None
         if palette_size:

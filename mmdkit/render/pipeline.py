@@ -28,13 +28,19 @@ from mmdkit.render.materials import MaterialValues
 from mmdkit.render.video import open_writer
 
 
+MAX_FRAMES = 10_000_000  # about 3.8 days of video at 30 fps
+
+
 def sample_frames(start: float, end: float, fps: float) -> np.ndarray:
     """(F,) float64 motion frames start + i·30/fps for i = 0, 1, … up to ``end`` (inclusive): a
     video at ``fps`` made of them plays the motion in real time."""
     if not (math.isfinite(fps) and fps > 0):
         raise OptionError("fps", f"must be a number > 0, got {fps}")
     step = FPS / fps
-    return start + np.arange(int(math.floor((end - start) / step + 1e-9)) + 1) * step
+    count = int(math.floor((end - start) / step + 1e-9)) + 1
+    if count > MAX_FRAMES:
+        raise OptionError("frames", f"{start:g}..{end:g} at {fps:g} fps is {count} frames, more than {MAX_FRAMES}")
+    return start + np.arange(count) * step
 
 
 def crowd_offsets(n: int, spacing: float) -> np.ndarray:
@@ -135,6 +141,8 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
     frames = np.asarray(list(frames), np.float64)
     if len(frames) == 0:
         raise OptionError("frames", "no frames to render")
+    if crowd < 1:
+        raise OptionError("crowd", f"must be at least 1, got {crowd}")
     writer = open_writer(output, size, fps, audio, frames=frames, audio_start=float(frames[0]) / FPS)
     ren = bar = None
     try:
