@@ -124,6 +124,9 @@ def read_gltf(data: bytes, path: str = "", *, base_dir: str | None = None) -> Gl
     nodes = read_nodes(root, len(meshes), len(skins), warnings)
     _check_skinned(root, nodes, meshes, skins)
     node_targets = np.array([len(meshes[m].target_weight) if m >= 0 else 0 for m in nodes["node_mesh"]])
+    for i, w in enumerate(nodes["node_target_weight"]):
+        if w is not None and len(w) != node_targets[i]:
+            raise root.error(f"nodes[{i}].weights", f"has {len(w)} weights, its mesh {node_targets[i]} targets")
     animations = tuple(read_animation(o, acc, node_targets, warnings) for o in root.objs("animations"))
     return GltfAsset(path=path, **nodes, meshes=meshes, skins=skins, materials=materials,
                      images=images, animations=animations, warnings=tuple(warnings))

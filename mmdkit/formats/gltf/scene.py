@@ -115,12 +115,12 @@ def read_nodes(root: Obj, n_meshes: int, n_skins: int, warnings: list[str]) -> d
             raise root.error(f"scenes[{k}].nodes", f"node {bad[0]} is not a root (it has a parent)")
     default = root.int("scene", 0, hi=len(scenes)) if scenes else -1
     out = dict(node_name=tuple(names), node_parent=parent, node_order=order,
-                node_translation=t.astype(np.float32), node_rotation=r.astype(np.float32),
-                node_scale=s.astype(np.float32), node_has_matrix=has_matrix,
-                node_local=local.astype(np.float32),
-                node_world=world_matrices(parent, order, local).astype(np.float32),
-                node_mesh=mesh, node_skin=skin, node_target_weight=tuple(weights),
-                scene_root=scenes, scene=default)
+               node_translation=t.astype(np.float32), node_rotation=r.astype(np.float32),
+               node_scale=s.astype(np.float32), node_has_matrix=has_matrix,
+               node_local=local.astype(np.float32),
+               node_world=world_matrices(parent, order, local).astype(np.float32),
+               node_mesh=mesh, node_skin=skin, node_target_weight=tuple(weights),
+               scene_root=scenes, scene=default)
     arrays = [v for v in out.values() if isinstance(v, np.ndarray)] + list(scenes) + weights
     for a in arrays:
         if a is not None:
