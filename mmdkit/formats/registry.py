@@ -60,11 +60,9 @@ def register_writer(ext: str, type_: type, fn) -> None:
 
 
 def known_extensions(kind: str | None = None) -> tuple[str, ...]:
-    """Extensions with a reader (of ``kind`` when given) or a writer, in registration order."""
-    exts = [e for e, r in _READERS.items() if kind is None or r.kind == kind]
-    if kind is None:
-        exts += [e for e in _WRITERS if e not in _READERS]
-    return tuple(exts)
+    """Extensions ``load`` reads (those giving ``kind`` — 'model', 'motion', ... — when given),
+    in registration order; for messages and help texts."""
+    return tuple(e for e, r in _READERS.items() if kind is None or r.kind == kind)
 
 
 def _unknown(path, ext: str, exts) -> FormatError:
@@ -77,7 +75,7 @@ def reader_for(path="", ext: str | None = None) -> Reader:
     ext = _norm(ext) if ext else Path(path).suffix.lower()
     r = _READERS.get(ext)
     if r is None:
-        raise _unknown(path, ext, tuple(_READERS))
+        raise _unknown(path, ext, known_extensions())
     return r
 
 

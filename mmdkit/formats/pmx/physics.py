@@ -71,33 +71,23 @@ def _cap_iterations(values: dict, capped: list) -> None:
         values["iteration"] = ok
 
 
-def _named_records(r: PmxReader, n: int, dt: np.dtype):
-    """n × (name, name_en, fixed record) → (names, names_en, (n,) records)."""
+def _read_named_records(r: PmxReader, f: dict, prefix: str, fields: list, what: str) -> None:
+    """Count, then n × (name, name_en, fixed record) → Model fields ``prefix + field``."""
+    dt = record(fields, index_dtypes(r.sizes))
+    n = r.i32_count(8 + dt.itemsize, what)
     names, names_en, fixed = [], [], []
     for _ in range(n):
         names.append(r.text())
         names_en.append(r.text())
         fixed.append(r.raw(dt.itemsize))
-    return tuple(names), tuple(names_en), join_records(fixed, dt)
-
-
-def read_rigid_bodies(r: PmxReader, f: dict) -> None:
-    dt = record(RIGID_FIELDS, index_dtypes(r.sizes))
-    nr = r.i32_count(8 + dt.itemsize, "rigid body")
-    f["rigid_body_name"], f["rigid_body_name_en"], rec = _named_records(r, nr, dt)
+    rec = join_records(fixed, dt)
+    f[prefix + "name"], f[prefix + "name_en"] = tuple(names), tuple(names_en)
     for name in dt.names:
-        f["rigid_body_" + name] = rec[name]
+        f[prefix + name] = rec[name]
 
 
-def read_joints(r: PmxReader, f: dict) -> None:
-    dt = record(JOINT_FIELDS, index_dtypes(r.sizes))
-    nj = r.i32_count(8 + dt.itemsize, "joint")
-    f["joint_name"], f["joint_name_en"], rec = _named_records(r, nj, dt)
-    for name in dt.names:
-        f["joint_" + name] = rec[name]
-
-
-def _write_named_records(w: PmxWriter, model, prefix: str, dt: np.dtype, n: int) -> None:
+def _write_named_records(w: PmxWriter, model, prefix: str, fields: list, n: int) -> None:
+    dt = record(fields, index_dtypes(w.sizes))
     rec = np.zeros(n, dt)
     for name in dt.names:
         rec[name] = getattr(model, prefix + name)
@@ -109,13 +99,20 @@ def _write_named_records(w: PmxWriter, model, prefix: str, dt: np.dtype, n: int)
         w.raw(fixed)
 
 
+def read_rigid_bodies(r: PmxReader, f: dict) -> None:
+    _read_named_records(r, f, "rigid_body_", RIGID_FIELDS, "rigid body")
+
+
+def read_joints(r: PmxReader, f: dict) -> None:
+    _read_named_records(r, f, "joint_", JOINT_FIELDS, "joint")
+
+
 def write_rigid_bodies(w: PmxWriter, model) -> None:
-    _write_named_records(w, model, "rigid_body_", record(RIGID_FIELDS, index_dtypes(w.sizes)),
-                         model.num_rigid_bodies)
+    _write_named_records(w, model, "rigid_body_", RIGID_FIELDS, model.num_rigid_bodies)
 
 
 def write_joints(w: PmxWriter, model) -> None:
-    _write_named_records(w, model, "joint_", record(JOINT_FIELDS, index_dtypes(w.sizes)), model.num_joints)
+    _write_named_records(w, model, "joint_", JOINT_FIELDS, model.num_joints)
 
 
 def read_soft_bodies(r: PmxReader, f: dict) -> None:
