@@ -121,7 +121,7 @@ class Geometry:
             return vaos
         slices = [("in_moff", self._morph, "3f", V * 12, 12, 0), ("in_uvoff", self._uvoff, "4f", V * 16, 16, 0),
                   ("in_offset", self._inst, "3f", 12, 12, 1)]
-        if hasattr(self, "_skinned"):
+        if any(name == "in_skin_pos" for _, _, *names in inputs for name in names):
             slices += [("in_skin_pos", self._skinned, "3f", V * 24, 24, 0),
                        ("in_skin_nrm", self._skinned, "3f", V * 24, 24, 0)]
         for k in range(1, self.instances):
