@@ -2,7 +2,8 @@
 
 In: the target path. Out: a context manager yielding the temporary path; on success the file
 gets normal permissions (0666 minus the umask, like open()) and replaces the target; on any
-error it is removed, so a failed write never leaves a partial file.
+error it is removed, so a failed write never leaves a partial file; errors about the
+temporary file name the target path as given.
 """
 
 from __future__ import annotations
@@ -18,18 +19,33 @@ def _umask() -> int:
     return mask
 
 
+def _as_typed(e: OSError, tmp: str | None, typed: str) -> OSError:
+    """An OSError about the temporary file (``tmp``; None: any file) re-aimed at the path typed."""
+    if tmp is None or tmp in (e.filename, e.filename2):
+        return type(e)(e.errno, e.strerror, typed)
+    return e
+
+
 @contextlib.contextmanager
 def atomic_path(path, suffix: str = ".part"):
-    """Yield a temp path in the target's folder; rename it onto ``path`` when the block ends."""
-    path = os.path.abspath(os.fspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=suffix,
-                               dir=os.path.dirname(path))
+    """Yield a temp path in the target's folder; rename it onto ``path`` when the block ends.
+    An OSError about the temporary file (missing folder, a folder in the way, disk full) names
+    ``path`` as given instead."""
+    typed = os.fspath(path)
+    path = os.path.abspath(typed)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=suffix,
+                                   dir=os.path.dirname(path))
+    except OSError as e:
+        raise _as_typed(e, None, typed) from None
     os.close(fd)
     try:
         yield tmp
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise _as_typed(e, tmp, typed) from None
         raise

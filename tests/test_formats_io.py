@@ -76,3 +76,14 @@ def test_saving_a_bare_model_is_a_clear_error(tmp_path):
     with pytest.raises(mmdkit.BuildError, match="ModelBuilder"):
         mmdkit.save(mmdkit.Model(), tmp_path / "bare.pmx")
     assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+def test_save_errors_name_the_path_given_not_the_temp_file(tmp_path, assets):
+    model = mmdkit.load(assets / "fixtures/babylon-mmd/bone_flag_test.pmx")
+    (tmp_path / "taken.pmx").mkdir()
+    for target in (tmp_path / "missing" / "x.pmx", tmp_path / "taken.pmx"):
+        with pytest.raises(OSError) as e:
+            mmdkit.save(model, target)
+        assert e.value.filename == str(target) and e.value.filename2 is None, e.value
+        assert ".tmp" not in str(e.value)
+    assert os.listdir(tmp_path) == ["taken.pmx"] and not os.listdir(tmp_path / "taken.pmx")
