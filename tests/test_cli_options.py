@@ -102,7 +102,7 @@ def _wav(path, seconds=0.5, rate=8000):
 
 
 @pytest.mark.parametrize("args, needles", [
-    (["--msaa", "3"], ["--msaa", "got 3"]), (["--msaa", "-4"], ["--msaa", "got -4"]),
+    (["--msaa", "3"], ["msaa: 3 samples cannot be done"]), (["--msaa", "-4"], ["msaa: -4 samples cannot be done"]),
     (["--fps", "-5"], ["--fps", "got -5"]), (["--fps", "nan"], ["--fps", "got nan"]),
     (["--fps", "0"], ["--fps", "got 0"]), (["--fps", "inf"], ["--fps"]),
     (["--palette", "0"], ["--palette", "got 0"]), (["--crowd", "100000"], ["--crowd", "from 1 to 100", "100000"]),
@@ -112,6 +112,15 @@ def test_render_options_out_of_range_are_one_line_errors(capsys, tmp_path, args,
     code, _, err = run_cli(capsys, "render", "--demo", "--frames", "0", *args, "-o", tmp_path / "d.mp4")
     assert_one_line_error(code, err, *needles)
     assert not list(tmp_path.iterdir())
+
+
+def test_render_frames_follow_fps_in_real_time():
+    """render's --frames without a STEP are 30/fps motion frames apart (a 60 fps video samples
+    between keys); an explicit STEP is kept."""
+    assert list(parse_frames("0:2", 99, default_step=30 / 60)) == [0, 0.5, 1, 1.5, 2]
+    assert list(parse_frames("10+3", 99, default_step=30 / 60)) == [10, 10.5, 11]
+    assert list(parse_frames("0:10:5", 99, default_step=30 / 60)) == [0, 5, 10]
+    assert list(parse_frames("0:11:4", 99)) == [0, 4, 8]  # never past the end
 
 
 def test_render_demo_with_a_model_is_refused(capsys, assets, tmp_path):
@@ -125,10 +134,10 @@ def test_render_audio_must_be_audio_and_go_into_a_video(capsys, assets, tmp_path
     not_audio = tmp_path / "notes.txt"
     not_audio.write_text("not a sound\n")
     code, _, err = run_cli(capsys, "render", "--demo", "--audio", not_audio, "-o", tmp_path / "d.mp4")
-    assert_one_line_error(code, err, "--audio", "notes.txt", "not an audio file")
+    assert_one_line_error(code, err, "audio", "notes.txt", "not an audio file")
     song = _wav(tmp_path / "song.wav")
     code, _, err = run_cli(capsys, "render", "--demo", "--audio", song, "-o", tmp_path / "frames")
-    assert_one_line_error(code, err, "--audio", "frames", "no sound")
+    assert_one_line_error(code, err, "audio", "frames", "sound needs a video output")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "song.wav"]
 
 
@@ -197,3 +206,11 @@ def test_render_warns_when_the_camera_file_has_no_camera_keys(capsys, assets, tm
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "mmdkit: warning: --camera" in r.stderr and "dance.vmd has no camera keys" in r.stderr
+
+
+def test_render_at_60_fps_samples_between_keys(capsys, tmp_path):
+    out = tmp_path / "frames"
+    code, _, err = run_cli(capsys, "render", "--demo", "--frames", "0:2", "--fps", "60", "--size", "64x48",
+                           "--msaa", "0", "--no-physics", "-q", "-o", out)
+    assert code == 0, err
+    assert len(list(out.iterdir())) == 5  # frames 0, 0.5, 1, 1.5, 2: the dance at its own speed

@@ -1,7 +1,7 @@
 """Shared CLI helpers: the one ``--frames`` grammar, typed loading, physics, npz output, VPD options.
 
 In: option strings as typed and loaded objects. Out: validated values (frames (F,) float64,
-Model/Motion/Pose, an MMDPhysics or None) or an ``OptionError`` naming the option and what was
+Model/Motion/Pose) or an ``OptionError`` naming the option and what was
 typed, which ``mmdkit.cli.main`` prints on one line. Output-path checks live in ``_output.py``.
 """
 
@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from mmdkit.errors import OptionError, UnavailableError
+from mmdkit.errors import OptionError
 
 #: Most frames one command may select (a bound on memory: --frames 0:1e9 is refused, not run).
 MAX_FRAMES = 10_000_000
@@ -44,20 +44,22 @@ def _frame_count(text: str, spec: str) -> int:
     return n
 
 
-def parse_frames(spec: str, last: float, *, bare_count: bool = False) -> np.ndarray:
-    """``--frames`` as typed → (F,) float64 frames, 1 <= F <= MAX_FRAMES, all finite and >= 0.
+def parse_frames(spec: str, last: float, *, bare_count: bool = False, default_step: float = 1.0) -> np.ndarray:
+    """``--frames`` as typed → (F,) float64 motion frames, 1 <= F <= MAX_FRAMES, finite, >= 0.
 
     Grammar (the same in every subcommand): ``A:B[:STEP]`` with B inclusive (empty A = 0, empty
-    B = ``last``), ``A+N`` = N consecutive frames from A (``+N`` from 0), ``N`` = the single frame
-    N — except with ``bare_count`` (``bench``, where one frame measures nothing) where ``N``
-    means ``+N``. Raises OptionError('--frames', ...) naming what was typed.
+    B = ``last``, no STEP = ``default_step``), ``A+N`` = N frames from A ``default_step`` apart
+    (``+N`` from 0), ``N`` = the single frame N — except with ``bare_count`` (``bench``, where one
+    frame measures nothing) where ``N`` means ``+N``. ``render`` passes ``default_step`` = 30/fps
+    so a video plays the motion in real time. Raises OptionError('--frames', ...) naming the text.
     """
     spec = spec.strip()
     count_form = None if ":" in spec else re.fullmatch(r"(\d*\.?\d*)\+(.*)", spec)
+    step = default_step
     if count_form or (bare_count and ":" not in spec):
         a_text, n_text = count_form.groups() if count_form else ("", spec)
         a = _number(a_text, spec, "the start") if a_text else 0.0
-        a, b, step = a, a + _frame_count(n_text, spec) - 1, 1.0
+        b = a + (_frame_count(n_text, spec) - 1) * step
     else:
         parts = spec.split(":")
         if len(parts) > 3:
@@ -67,17 +69,17 @@ def parse_frames(spec: str, last: float, *, bare_count: bool = False) -> np.ndar
             b = a
         else:
             b = _number(parts[1], spec, "the end") if parts[1] else float(last)
-        step = _number(parts[2], spec, "the step") if len(parts) > 2 and parts[2] else 1.0
+        step = _number(parts[2], spec, "the step") if len(parts) > 2 and parts[2] else step
     if a < 0:
         raise OptionError("--frames", f"'{spec}': frames start at 0")
     if step <= 0:
         raise OptionError("--frames", f"'{spec}': the step must be > 0")
     if b < a:
         raise OptionError("--frames", f"'{spec}': the end {b:g} is before the start {a:g}")
-    count = math.floor((b - a) / step + 0.5) + 1
+    count = math.floor((b - a) / step + 1e-9) + 1
     if count > MAX_FRAMES:
         raise OptionError("--frames", f"'{spec}' selects {count:,} frames; at most {MAX_FRAMES:,} at once")
-    return np.arange(a, b + step * 0.5, step)
+    return a + np.arange(count) * step
 
 
 #: Most warnings of one loaded file shown; the rest are counted.
@@ -116,20 +118,6 @@ def report_binding(model, motion, motion_path: str, *, quiet: bool) -> None:
         warn(f"{motion_path}: {report}")
     elif not quiet:
         print(f"mmdkit: {motion_path}: {report}", file=sys.stderr)
-
-
-def make_physics(model, enabled: bool, **kw):
-    """An MMDPhysics for the model, or None when disabled or the model has no rigid bodies.
-
-    Raises UnavailableError when physics is asked for but the Bullet extension is missing.
-    """
-    if not enabled or model.num_rigid_bodies == 0:
-        return None
-    try:
-        from mmdkit.physics import MMDPhysics
-    except ImportError as e:
-        raise UnavailableError(f"physics is not available ({e}); run scripts/setup.sh or use --no-physics") from None
-    return MMDPhysics(model, **kw)
 
 
 def save_npz_atomic(path: str, *, compress: bool = False, **arrays) -> None:

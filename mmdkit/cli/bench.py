@@ -13,7 +13,7 @@ import time
 import click
 import numpy as np
 
-from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, make_physics,
+from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as,
                                 parse_frames, report_binding)
 
 
@@ -61,6 +61,7 @@ def command(model_path, motion_path, frames, physics, skinning, as_json, quiet):
       mmdkit bench Gene.pmx wavefile_v2.vmd --frames 300:1299
     """
     from mmdkit import Model, Motion
+    from mmdkit.physics import physics_for
     from mmdkit.runtime import STAGES, Character
 
     with compile_note(quiet):
@@ -68,7 +69,7 @@ def command(model_path, motion_path, frames, physics, skinning, as_json, quiet):
         motion = load_as(motion_path, Motion, "motion (.vmd)", arg="MOTION")
         frame_list = parse_frames(frames, motion.last_frame, bare_count=True)
         report_binding(model, motion, motion_path, quiet=quiet)
-        ch = Character(model, motion, make_physics(model, physics))
+        ch = Character(model, motion, physics_for(model, physics))
         V = model.num_vertices
         scratch = np.empty((V, 3), np.float32), np.empty((V, 3), np.float32)
         rows, total = _time_frames(ch, frame_list, skinning, *scratch)

@@ -12,8 +12,7 @@ import click
 import numpy as np
 
 from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options, compile_note,
-                                load_as, make_physics, parse_frames, report_binding, save_npz_atomic,
-                                show_progress)
+                                load_as, parse_frames, report_binding, save_npz_atomic, show_progress)
 from mmdkit.cli._output import check_output, writing
 
 
@@ -39,6 +38,7 @@ def command(model_path, motion_path, frames, output, physics, vertices, compress
       python -c "import numpy as np; d=np.load('pose.npz'); print(d['bone_world'].shape)"
     """
     from mmdkit import Model, Motion, Pose
+    from mmdkit.physics import physics_for
     from mmdkit.runtime import pose
 
     check_output(output, (model_path, motion_path, *(spec.rpartition("@")[0] for spec in vpd_specs)))
@@ -48,7 +48,7 @@ def command(model_path, motion_path, frames, output, physics, vertices, compress
         frame_list = parse_frames(frames, motion.last_frame if isinstance(motion, Motion) else 0)
         report_binding(model, motion, motion_path, quiet=quiet)
         motion = apply_vpd_options(model, motion, vpd_specs)
-        out = pose(model, motion, frame_list, physics=make_physics(model, physics), vertices=vertices,
+        out = pose(model, motion, frame_list, physics=physics_for(model, physics), vertices=vertices,
                    progress=show_progress(quiet) and len(frame_list) > 200)
     arrays = dict(frames=out["frames"], bone_names=np.array(model.bone_name), bone_world=out["bone_world"],
                   morph_names=np.array(model.morph_name), morph_weight=out["morph_weight"])

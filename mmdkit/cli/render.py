@@ -1,4 +1,4 @@
-"""`mmdkit render`: a model dancing to a motion → MP4 (H.264) or a folder of PNG frames.
+"""`mmdkit render`: a model dancing to a motion → a video, one PNG, or a folder of PNG frames.
 
 In: MODEL MOTION (or --demo), options for camera, physics, frames, size, fps, MSAA, crowd,
 audio. Out: the video/frames, written atomically, with a progress bar and a summary line.
@@ -14,16 +14,13 @@ from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTIO
                                 load_as, parse_frames, report_binding, show_progress, warn)
 from mmdkit.cli._output import check_output, writing
 from mmdkit.errors import OptionError
+from mmdkit.render.video import SUPPORTED
 
 
-#: MSAA sample counts GL framebuffers take (0 and 1 = off).
-MSAA_CHOICES = (0, 1, 2, 4, 8, 16)
 #: Most characters in one crowd: each has its own pose state and physics world.
 MAX_CROWD = 100
 #: Largest --palette: 16 KB, the smallest uniform block OpenGL guarantees, holds 256 matrices.
 MAX_PALETTE = 256
-#: Outputs that can carry an --audio track.
-AUDIO_OUTPUTS = (".mp4",)
 
 
 def _size(value: str):
@@ -36,43 +33,27 @@ def _size(value: str):
         raise OptionError("--size", f"'{value}' is not WIDTHxHEIGHT (16..8192)") from None
 
 
-def _check_audio(audio: str, output: str) -> None:
-    """Refuse --audio for an output without sound, or a file without an audio stream."""
-    if not output.lower().endswith(AUDIO_OUTPUTS):
-        raise OptionError("--audio", f"{output} is PNG frames, which hold no sound; write an .mp4 to add audio")
-    import av
-
-    try:
-        with av.open(audio) as src:
-            has_audio = any(st.type == "audio" for st in src.streams)
-    except (av.error.FFmpegError, OSError, ValueError) as e:
-        raise OptionError("--audio", f"{audio} is not an audio file ({e})") from None
-    if not has_audio:
-        raise OptionError("--audio", f"{audio} has no audio stream")
-
-
-def _check_options(demo, model_path, fps, msaa, crowd, palette_size, audio, output) -> None:
-    """Every render option checked before anything is loaded: OptionError naming the first bad one."""
+def _check_options(demo, model_path, fps, crowd, palette_size) -> None:
+    """The render options the CLI bounds, checked before anything is loaded (OptionError naming the
+    first bad one). MSAA, output and audio are checked by the renderer and its writers."""
     if demo and model_path:
         raise OptionError("--demo", f"renders the built-in character; give either --demo or MODEL MOTION, "
                                     f"not both (got {model_path})")
     if not math.isfinite(fps) or not 1 <= fps <= 1000:
         raise OptionError("--fps", f"must be a number of frames per second from 1 to 1000, got {fps:g}")
-    if msaa not in MSAA_CHOICES:
-        raise OptionError("--msaa", f"must be one of {', '.join(map(str, MSAA_CHOICES))} samples, got {msaa}")
     if not 1 <= crowd <= MAX_CROWD:
         raise OptionError("--crowd", f"must be from 1 to {MAX_CROWD} characters, got {crowd}")
     if palette_size is not None and not 1 <= palette_size <= MAX_PALETTE:
         raise OptionError("--palette", f"must be from 1 to {MAX_PALETTE} bones (leave it out to skin "
                                        f"through the bone texture), got {palette_size}")
-    if audio:
-        _check_audio(audio, output)
 
 
-def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames, quiet):
+def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames, fps, quiet):
     """(model, motion, camera or None, frames (F,)) from the arguments as typed (or the demo's);
-    says how the motion bound and warns when --camera holds no camera keys."""
+    frames are 30/fps motion frames apart unless --frames gives a STEP, so a video plays in real
+    time. Says how the motion bound and warns when --camera holds no camera keys."""
     from mmdkit import Model, Motion, Pose
+    from mmdkit.runtime import FPS
 
     if demo:
         from mmdkit.demo import demo_model, demo_motion
@@ -91,7 +72,7 @@ def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames, quiet):
     motion = apply_vpd_options(model, motion, vpd_specs)
     camera = load_as(camera_path, Motion, "camera motion (.vmd)", arg="--camera") if camera_path else None
     last = max(motion.last_frame, camera.last_frame if camera is not None else 0)
-    frame_list = parse_frames(frames or "0:", max(last, 1))
+    frame_list = parse_frames(frames or "0:", max(last, 1), default_step=FPS / fps)
     if not demo:
         report_binding(model, motion, motion_path, quiet=quiet)
     if camera is not None and not camera.has_camera:
@@ -106,9 +87,12 @@ def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames, quiet):
 @click.option("--camera", "camera_path", type=click.Path(exists=True, dir_okay=False),
               help="A camera motion (.vmd); default: an automatic camera framing the character.")
 @click.option("--physics/--no-physics", default=True, show_default=True, help=PHYSICS_HELP)
-@click.option("--frames", default=None, help=f"{FRAMES_HELP} Default: the whole motion.")
+@click.option("--frames", default=None, help=f"Motion frames: {FRAMES_HELP} Without a STEP, frames are 30/FPS "
+              "apart, so the video plays in real time. Default: the whole motion.")
 @click.option("--size", default=None, help="WIDTHxHEIGHT [default: 1280x720; demo 640x360].")
-@click.option("--fps", default=30.0, show_default=True, help="Output frame rate (MMD motions are 30 fps).")
+@click.option("--fps", default=30.0, show_default=True,
+              help="Output frame rate, 1..1000; the dance plays in real time (MMD motions are 30 fps: "
+                   "--fps 60 samples between keys).")
 @click.option("--msaa", default=4, show_default=True,
               help="Multisample anti-aliasing samples (0 = off). Free on a GPU; on a CPU-only machine "
                    "(llvmpipe) 4x costs about 3x the drawing time.")
@@ -122,8 +106,9 @@ def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames, quiet):
               help="MMD's self-shadow: parts of the model shade others (a shadow map from the light). "
                    "Free on a GPU; about 15 ms a frame on a CPU-only (llvmpipe) machine.")
 @click.option("--vpd", "vpd_specs", multiple=True, metavar="FILE.vpd@FRAME[:WEIGHT]", help=VPD_OPTION_HELP)
-@click.option("--audio", type=click.Path(exists=True, dir_okay=False), help="Audio file muxed into the MP4.")
-@click.option("-o", "--output", required=True, help="OUT.mp4, or a folder for PNG frames.")
+@click.option("--audio", type=click.Path(exists=True, dir_okay=False),
+              help="A sound file put into the video from the first rendered frame's time on.")
+@click.option("-o", "--output", required=True, help=f"Where to write: {SUPPORTED}.")
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
 def command(model_path, motion_path, demo, camera_path, physics, frames, size, fps, msaa, crowd, palette_size,
             ground_shadow, self_shadow, vpd_specs, audio, output, quiet):
@@ -137,13 +122,13 @@ def command(model_path, motion_path, demo, camera_path, physics, frames, size, f
     """
     from mmdkit.render.pipeline import render_motion
 
-    _check_options(demo, model_path, fps, msaa, crowd, palette_size, audio, output)
+    _check_options(demo, model_path, fps, crowd, palette_size)
     width_height = _size(size or ("640x360" if demo else "1280x720"))
     inputs = (model_path, motion_path, camera_path, audio, *(spec.rpartition("@")[0] for spec in vpd_specs))
     check_output(output, inputs, folder_ok=True, make_parents=True)
     with compile_note(quiet):
         model, motion, camera, frame_list = _load(demo, model_path, motion_path, camera_path, vpd_specs, frames,
-                                                  quiet)
+                                                  fps, quiet)
         with writing(output):
             stats = render_motion(model, motion, output, frames=frame_list, camera=camera, size=width_height,
                                   fps=fps, msaa=msaa, physics=physics, crowd=crowd, audio=audio,
