@@ -214,3 +214,11 @@ def test_render_at_60_fps_samples_between_keys(capsys, tmp_path):
                            "--msaa", "0", "--no-physics", "-q", "-o", out)
     assert code == 0, err
     assert len(list(out.iterdir())) == 5  # frames 0, 0.5, 1, 1.5, 2: the dance at its own speed
+
+
+def test_pose_refuses_more_frames_than_memory_holds(capsys, assets, tmp_path):
+    gene, dance = assets / "gene" / "Gene.pmx", assets / "wavefile" / "wavefile_v2.vmd"
+    code, _, err = run_cli(capsys, "pose", gene, dance, "--frames", "0:9999999", "--vertices", "-o",
+                           tmp_path / "p.npz")  # 10 million frames × 28,646 vertices: terabytes
+    assert_one_line_error(code, err, "--frames", "'0:9999999'", "GiB of memory", "pose fewer frames")
+    assert not list(tmp_path.iterdir())

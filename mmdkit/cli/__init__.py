@@ -100,6 +100,9 @@ def main(argv=None):
     except (MmdkitError, OSError) as e:
         click.echo(f"mmdkit: error: {_one_line(e)}", err=True)
         code = 2
+    except MemoryError:
+        click.echo("mmdkit: error: out of memory (ask for fewer frames, a smaller --size or --crowd)", err=True)
+        code = 2
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous)

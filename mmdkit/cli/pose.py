@@ -8,12 +8,26 @@ vertex_position (F,V,3).
 
 from __future__ import annotations
 
+import os
+
 import click
 import numpy as np
 
 from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options, compile_note,
                                 load_as, parse_frames, report_binding, save_npz_atomic, show_progress)
 from mmdkit.cli._output import check_output, writing
+from mmdkit.errors import OptionError
+
+
+def _check_memory(spec: str, num_frames: int, model, vertices: bool) -> None:
+    """Refuse a --frames whose arrays (held in memory until written) exceed this machine's memory."""
+    per_frame = model.num_bones * 64 + model.num_morphs * 4 + (model.num_vertices * 12 if vertices else 0)
+    need = num_frames * per_frame
+    have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if need > have:
+        raise OptionError("--frames", f"'{spec}': {num_frames:,} frames of this model"
+                          + (" with --vertices" if vertices else "") + f" need {need / 2**30:,.1f} GiB of memory, "
+                          f"more than this machine's {have / 2**30:,.1f} GiB; pose fewer frames per run")
 
 
 @click.command("pose")
@@ -46,6 +60,7 @@ def command(model_path, motion_path, frames, output, physics, vertices, compress
         model = load_as(model_path, Model, "model (.pmx/.pmd)")
         motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)", arg="MOTION")
         frame_list = parse_frames(frames, motion.last_frame if isinstance(motion, Motion) else 0)
+        _check_memory(frames, len(frame_list), model, vertices)
         report_binding(model, motion, motion_path, quiet=quiet)
         motion = apply_vpd_options(model, motion, vpd_specs)
         out = pose(model, motion, frame_list, physics=physics_for(model, physics), vertices=vertices,
