@@ -32,3 +32,22 @@ def test_sigterm_mid_render_leaves_no_temp_file(tmp_path):
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "terminated" in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_sigterm_mid_pose_stops_promptly_and_writes_nothing(assets, tmp_path):
+    out = tmp_path / "p.npz"
+    proc = subprocess.Popen([sys.executable, "-m", "mmdkit", "pose", str(assets / "gene" / "Gene.pmx"),
+                             str(assets / "wavefile" / "wavefile_v2.vmd"), "--frames", "0:", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "bone tracks" in proc.stderr.readline()  # loaded and bound: posing with physics now
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        stopped_in = time.monotonic() - t0
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert stopped_in < 10 and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
