@@ -71,39 +71,36 @@ def to_model(raw: PmdRaw, path: str) -> dict:
 
 
 def single_bone(bones: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """(V, 2) PMD bone pairs and (V,) weight bytes (percent of the first) → (V,) int64: the one
+    """(V, 2) PMD bone pairs and (V,) weight bytes (percent of the first) → (V,) int32: the one
     bone that carries the whole vertex, or -1 where both share it."""
-    b0, b1 = bones[:, 0].astype(np.int64), bones[:, 1].astype(np.int64)
-    return np.where((b0 == b1) | (weight >= 100), b0, np.where(weight == 0, b1, -1))
+    b0, b1 = bones[:, 0].astype(np.int32), bones[:, 1].astype(np.int32)
+    return np.where((b0 == b1) | (weight >= 100), b0, np.where(weight == 0, b1, np.int32(-1)))
 
 
 def vertices_to_model(raw: PmdRaw, f: dict, ex: dict) -> None:
     """BDEF2 with an integer percentage → (V, 4) indices/weights (BDEF1 where one bone carries
-    the vertex); edge flag → edge scale."""
+    the vertex, as PMX Editor converts it); edge flag → edge scale."""
     v = raw.vertices
     nv = len(v)
-    bi = np.zeros((nv, 4), np.int32)
-    bi[:, :2] = v["b"]
-    bw = np.zeros((nv, 4), np.float32)
-    w = v["w"].astype(np.float32) / np.float32(100)
     if (v["w"] > 100).any():
         i = int(np.flatnonzero(v["w"] > 100)[0])
         raw.warnings.append(f"vertex {i}: weight {int(v['w'][i])} > 100 clamped to 100 (raw byte kept)")
-    w = np.minimum(w, 1)
-    bw[:, 0] = w
-    bw[:, 1] = np.float32(1) - w
-    # one bone carries everything (both bones the same, weight 100 or 0): BDEF1, as PMX Editor
+    w = np.minimum(v["w"], 100).astype(np.float32) / np.float32(100)
     one = single_bone(v["b"], v["w"])
     single = one >= 0
-    bi[single, 0], bi[single, 1] = one[single], 0
-    bw[single, 0], bw[single, 1] = 1, 0
+    bi = np.zeros((nv, 4), np.int32)
+    bi[:, 0] = np.where(single, one, v["b"][:, 0])
+    bi[:, 1] = np.where(single, 0, v["b"][:, 1])
+    bw = np.zeros((nv, 4), np.float32)
+    bw[:, 0] = np.where(single, np.float32(1), w)
+    bw[:, 1] = np.where(single, np.float32(0), np.float32(1) - w)
     f.update(vertex_position=v["p"], vertex_normal=v["n"], vertex_uv=v["uv"],
              vertex_additional_uv=np.zeros((nv, 0, 4), np.float32),
-             vertex_deform=np.where(single, M.DEFORM_BDEF1, M.DEFORM_BDEF2).astype(np.uint8))
-    ex["vertex_bone_raw"] = v["b"]
-    f.update(vertex_bone_index=bi, vertex_bone_weight=bw,
-             vertex_edge_scale=np.where(v["edge"] == 0, 1.0, 0.0).astype(np.float32),
+             vertex_deform=np.where(single, M.DEFORM_BDEF1, M.DEFORM_BDEF2).astype(np.uint8),
+             vertex_bone_index=bi, vertex_bone_weight=bw,
+             vertex_edge_scale=np.where(v["edge"] == 0, np.float32(1), np.float32(0)),
              face_vertex_index=raw.face_index.astype(np.int32).reshape(-1, 3))
+    ex["vertex_bone_raw"] = v["b"]
     ex["vertex_weight_raw"] = v["w"]
     ex["vertex_edge_raw"] = v["edge"]
 
