@@ -39,8 +39,6 @@ def solve_bones(bones, bone_in, ik_in, ik_enabled, bone_state_inout):
     ``PoseState.bone_state`` — reads anim_t/anim_q, writes ik_q/append/local/world of ``bones``.
     """
     _, _, parent, position, flags, append_parent, append_ratio, fixed_axis, bone_ik = bone_in
-    (ik_target, ik_loop, ik_limit, ik_link_start, ik_link_bone, ik_link_mode, ik_link_lower,
-     ik_link_upper, ik_path_start, ik_path_bone, ik_after_start, ik_after_bone) = ik_in
     anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q = bone_state_inout
     for i in range(bones.shape[0]):
         put4(ik_q, bones[i], 0.0, 0.0, 0.0, 1.0)
@@ -51,10 +49,7 @@ def solve_bones(bones, bone_in, ik_in, ik_enabled, bone_state_inout):
         update_world(b, parent, position, local_t, local_q, world_p, world_q)
         k = bone_ik[b]
         if k >= 0 and ik_enabled[k] != 0:
-            solve_ik(k, parent, position, ik_target, ik_loop, ik_limit, ik_link_start,
-                     ik_link_bone, ik_link_mode, ik_link_lower, ik_link_upper, ik_path_start,
-                     ik_path_bone, ik_after_start, ik_after_bone, b, anim_q, ik_q, app_q,
-                     local_t, local_q, world_p, world_q)
+            solve_ik(k, b, bone_in, ik_in, bone_state_inout)
 
 
 @njit(**_NB)

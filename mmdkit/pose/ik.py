@@ -14,7 +14,7 @@ import math
 from numba import njit
 
 from mmdkit.mathutil import put4, qmul_scalar, qrot_scalar
-from mmdkit.pose.fk import update_world
+from mmdkit.pose.fk import update_local, update_world
 
 _NB = dict(cache=True, nogil=True, error_model="numpy")
 _FREE, _LIMITED, _AXIS_X, _AXIS_Z, _FIXED = 0, 1, 2, 4, 5  # ik_link_mode values (3 = Y-only)
@@ -159,17 +159,21 @@ def _step_link(li, j, unit, use_axis, gx, gy, gz, target, parent, ik_link_bone, 
 
 
 @njit(**_NB)
-def solve_ik(k, parent, position, ik_target, ik_loop, ik_limit, ik_link_start, ik_link_bone,
-             ik_link_mode, ik_link_lower, ik_link_upper, ik_path_start, ik_path_bone,
-             ik_after_start, ik_after_bone, ik_bone_of, anim_q, ik_q, app_q, local_t, local_q,
-             world_p, world_q):
-    """CCD for solver k, pulling ik_target[k] to bone ik_bone_of. Scalars only (no row views,
-    no allocation): this runs for every solver of every frame. anim_q/app_q are unused (the
-    pre-IK rotation is local_q with the link's ik_q taken off) and kept for the callers."""
+def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
+    """CCD for solver k, pulling its target to bone ik_bone. Scalars only (no row views, no
+    allocation): this runs for every solver of every frame.
+
+    bone_in: ``Rig.bone_in``; ik_in: ``Rig.ik_in`` (IK_FIELDS order); bone_state_inout:
+    ``PoseState.bone_state`` — writes ik_q/local_q of the links, then local and world of every
+    bone below the chain (appends included: a bone appended from a link sees its IK turn)."""
+    _, _, parent, position, flags, append_parent, append_ratio, fixed_axis, _ = bone_in
+    (ik_target, ik_loop, ik_limit, ik_link_start, ik_link_bone, ik_link_mode, ik_link_lower,
+     ik_link_upper, ik_path_start, ik_path_bone, ik_after_start, ik_after_bone) = ik_in
+    anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q = bone_state_inout
     target = ik_target[k]
     l0, l1 = ik_link_start[k], ik_link_start[k + 1]
     p0, p1 = ik_path_start[k], ik_path_start[k + 1]
-    gx, gy, gz = world_p[ik_bone_of, 0], world_p[ik_bone_of, 1], world_p[ik_bone_of, 2]
+    gx, gy, gz = world_p[ik_bone, 0], world_p[ik_bone, 1], world_p[ik_bone, 2]
     # start from the pose without IK on this chain (another solver may have turned a link)
     for j in range(l0, l1):
         link = ik_link_bone[j]
@@ -192,5 +196,8 @@ def solve_ik(k, parent, position, ik_target, ik_loop, ik_limit, ik_link_start, i
             if _step_link(j - l0, j, unit, use_axis, gx, gy, gz, target, parent, ik_link_bone,
                           ik_link_mode, ik_link_lower, ik_link_upper, ik_q, local_q, world_p, world_q):
                 _refresh(p0, p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
-    _refresh(ik_after_start[k], ik_after_start[k + 1], ik_after_bone, parent, position, local_t,
-             local_q, world_p, world_q)
+    for jj in range(ik_after_start[k], ik_after_start[k + 1]):
+        b = ik_after_bone[jj]
+        update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim_q, ik_q,
+                     app_t, app_q, local_t, local_q, world_q)
+        update_world(b, parent, position, local_t, local_q, world_p, world_q)
