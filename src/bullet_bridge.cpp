@@ -2,6 +2,10 @@
 // A World is created from arrays of rigid bodies (R) and 6-DOF spring joints (J); kinematic
 // targets go in as one (K,4,4) array, transforms come out as one (R,4,4) float32 array
 // (row-major, column vectors: p = M @ [x,y,z,1]).  step() releases the GIL.
+// Blow-up guard: after each step a body (dynamic or kinematic) that is non-finite or farther than
+// `limit` from its target is put back on its target with zero velocity; a soft body with a
+// non-finite node or a node farther than `limit` from the bodies' targets goes back to its rest
+// shape (moved with the bodies). Non-finite targets are replaced by the body's bind frame.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/vector.h>
@@ -46,6 +50,15 @@ static void from_bt(const btTransform& t, float* m) {
     }
     m[12] = 0.f; m[13] = 0.f; m[14] = 0.f; m[15] = 1.f;
 }
+
+static bool finite(const btTransform& t) {
+    const btVector3& p = t.getOrigin();
+    const btMatrix3x3& r = t.getBasis();
+    return std::isfinite(p.x() + p.y() + p.z() + r[0].x() + r[0].y() + r[0].z() + r[1].x() + r[1].y() +
+                         r[1].z() + r[2].x() + r[2].y() + r[2].z());
+}
+
+static bool finite(const btVector3& v) { return std::isfinite(v.x() + v.y() + v.z()); }
 
 static void need(bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument(what);
@@ -118,6 +131,7 @@ public:
         mask_.resize(n);
         kin_.resize(n);
         home_.resize(n);
+        bind_.resize(n);
         start_.resize(n);
         pending_.assign(n, 0);
         for (size_t i = 0; i < n; ++i) {
@@ -137,7 +151,9 @@ public:
             mass_[i] = m;
             inertia_[i] = inertia;
             btTransform t = to_bt(transform.data() + 16 * i);
+            if (!finite(t)) t.setIdentity();
             home_[i] = t;
+            bind_[i] = t;
             btRigidBody::btRigidBodyConstructionInfo ci(kin ? 0.f : m, nullptr, s.get(), kin ? btVector3(0, 0, 0) : inertia);
             ci.m_startWorldTransform = t;
             ci.m_linearDamping = linear_damping(i);
@@ -227,7 +243,7 @@ public:
             int i = indices(k);
             need(i >= 0 && i < nb_, "body index out of range: " + std::to_string(i));
             btTransform t = to_bt(transforms.data() + 16 * k);
-            home_[i] = t;
+            home_[i] = finite(t) ? t : bind_[i];
             if (kin_[i]) {
                 // Target for the end of the next step(); substeps interpolate towards it.
                 if (!pending_[i]) start_[i] = bodies_[i]->getWorldTransform();
@@ -264,8 +280,10 @@ public:
         }
     }
 
-    // Steps; then any dynamic body that went non-finite or beyond `limit` is reset to its
-    // stored target with zero velocity.  Returns how many were reset.
+    // Steps; then any body that went non-finite or farther than `limit` from its target is
+    // reset to the target with zero velocity, and any soft body with a non-finite node or a
+    // node farther than `limit` from the bodies' targets back to its rest shape.  Returns how
+    // many rigid and soft bodies were reset.
     // Kinematic bodies move from where they were to their new targets over the substeps
     // (interpolated, so joints see a smooth velocity instead of one teleport per frame).
     int step(float dt, int max_substeps, float fixed_step, float limit) {
@@ -300,21 +318,7 @@ public:
                     if (kin_[i] && pending_[i]) { bodies_[i]->setWorldTransform(home_[i]); pending_[i] = 0; }
                 world_->stepSimulation(dt, 0, dt);
             }
-            for (size_t i = 0; i < bodies_.size(); ++i) {
-                if (kin_[i]) continue;
-                btRigidBody* b = bodies_[i].get();
-                const btTransform& t = b->getWorldTransform();
-                const btVector3& p = t.getOrigin();
-                const btMatrix3x3& r = t.getBasis();
-                bool ok = std::isfinite(p.x()) && std::isfinite(p.y()) && std::isfinite(p.z()) &&
-                          std::fabs(p.x()) < limit && std::fabs(p.y()) < limit && std::fabs(p.z()) < limit &&
-                          std::isfinite(r[0].x() + r[0].y() + r[0].z() + r[1].x() + r[1].y() + r[1].z() +
-                                        r[2].x() + r[2].y() + r[2].z());
-                if (!ok) {
-                    ++bad;
-                    reset_body(i, home_[i]);
-                }
-            }
+            bad = guard_bodies(limit) + guard_softs(limit);
         }
         return bad;
     }
@@ -337,7 +341,8 @@ public:
         need(transforms.shape(0) == bodies_.size() && transforms.shape(1) == 4 && transforms.shape(2) == 4,
              "transforms must be (R,4,4)");
         for (size_t i = 0; i < bodies_.size(); ++i) {
-            home_[i] = to_bt(transforms.data() + 16 * i);
+            btTransform t = to_bt(transforms.data() + 16 * i);
+            home_[i] = finite(t) ? t : bind_[i];
             reset_body(i, home_[i]);
             pending_[i] = 0;
         }
@@ -376,6 +381,9 @@ public:
         sb->setActivationState(DISABLE_DEACTIVATION);
         static_cast<btSoftRigidDynamicsWorld*>(world_.get())->addSoftBody(sb, group, mask);
         softs_.emplace_back(sb);
+        std::vector<btVector3> rest(nv);
+        for (int i = 0; i < nv; ++i) rest[i] = sb->m_nodes[i].m_x;
+        soft_rest_.push_back(std::move(rest));
         return int(softs_.size()) - 1;
     }
 
@@ -441,6 +449,59 @@ public:
     }
 
 private:
+    // Rigid bodies that are non-finite or farther than `limit` from their target → the target.
+    int guard_bodies(float limit) {
+        int bad = 0;
+        const btScalar limit2 = btScalar(limit) * btScalar(limit);
+        for (size_t i = 0; i < bodies_.size(); ++i) {
+            const btTransform& t = bodies_[i]->getWorldTransform();
+            if (finite(t) && (t.getOrigin() - home_[i].getOrigin()).length2() <= limit2) continue;
+            ++bad;
+            reset_body(i, home_[i]);
+            pending_[i] = 0;
+        }
+        return bad;
+    }
+
+    // How far the bodies' targets moved from their bind frames on average (zero without bodies):
+    // where a soft body's rest shape sits now.
+    btVector3 targets_shift() const {
+        btVector3 s(0, 0, 0);
+        if (bodies_.empty()) return s;
+        for (size_t i = 0; i < bodies_.size(); ++i) s += home_[i].getOrigin() - bind_[i].getOrigin();
+        return s / btScalar(bodies_.size());
+    }
+
+    // Soft bodies with a non-finite node, or a node farther than `limit` from where its rest
+    // position sits now, → their rest shape (moved with the bodies), at rest.
+    int guard_softs(float limit) {
+        int bad = 0;
+        if (softs_.empty()) return 0;
+        const btScalar limit2 = btScalar(limit) * btScalar(limit);
+        const btVector3 shift = targets_shift();
+        for (size_t k = 0; k < softs_.size(); ++k) {
+            btSoftBody* sb = softs_[k].get();
+            const std::vector<btVector3>& rest = soft_rest_[k];
+            bool ok = true;
+            for (int i = 0; i < sb->m_nodes.size() && ok; ++i) {
+                const btVector3& x = sb->m_nodes[i].m_x;
+                ok = finite(x) && (x - rest[i] - shift).length2() <= limit2;
+            }
+            if (ok) continue;
+            ++bad;
+            for (int i = 0; i < sb->m_nodes.size(); ++i) {
+                btSoftBody::Node& n = sb->m_nodes[i];
+                n.m_x = rest[i] + shift;
+                n.m_q = n.m_x;
+                n.m_v.setZero();
+                n.m_f.setZero();
+            }
+            sb->updateBounds();
+            sb->updateNormals();
+        }
+        return bad;
+    }
+
     void reset_body(size_t i, const btTransform& t) {
         btRigidBody* b = bodies_[i].get();
         b->setWorldTransform(t);
@@ -469,7 +530,8 @@ private:
     std::vector<btVector3> inertia_;
     std::vector<int> group_, mask_;
     std::vector<unsigned char> kin_;
-    std::vector<btTransform> home_, start_;
+    std::vector<btTransform> home_, bind_, start_;  // target, bind frame, start of a kinematic move
+    std::vector<std::vector<btVector3>> soft_rest_;  // per soft body: node positions at creation
     std::vector<unsigned char> pending_;
     double accumulator_ = 0;
 };

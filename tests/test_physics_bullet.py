@@ -174,19 +174,20 @@ def test_blown_up_body_is_reset_to_its_bone():
     bw = rest_bones(model)
     phys.reset(bw, 0)
     far = rest_bones(model)
-    far[1, 1, 3] = 1e6  # put the body absurdly far: reset() trusts its input
+    far[1, 1, 3] = 1e6  # put the body absurdly far: reset() trusts finite input
     phys.world.reset(np.ascontiguousarray(far[1:2] @ np.eye(4, dtype=np.float32)))
     phys.world.set_kinematic_transforms(np.array([0], np.int32), bw[1:2].copy())
-    n = phys.world.step(1 / 60, 10, 1 / 120, 1e4)
+    n = phys.world.step(1 / 60, 10, 1 / 120, phys.blowup_distance)
     assert n == 1
     t = phys.world.get_transforms()
     assert abs(t[0, 1, 3]) < 1.0  # back at its bone
-    bw = rest_bones(model)
-    nan = bw.copy()
+    nan = rest_bones(model)
     nan[1, 0, 3] = np.nan
-    phys.world.reset(np.ascontiguousarray(nan[1:2]))
+    phys.world.reset(np.ascontiguousarray(nan[1:2]))  # a non-finite target: the bind frame instead
+    assert np.allclose(phys.world.get_transforms()[0], np.eye(4))
+    phys.world.reset(np.ascontiguousarray(far[1:2]))
     phys.step(1 / 60, bw)
-    assert np.isfinite(bw).all() and phys.blowup_resets == 1
+    assert np.isfinite(bw).all() and phys.blowup_resets == 1 and abs(bw[1, 1, 3]) < 1.0
     assert any("blow-up" in w for w in phys.warnings)
 
 

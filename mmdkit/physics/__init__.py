@@ -10,11 +10,11 @@ C++ extension). Submodules: ``setup`` (numpy: body/joint frames; imports without
 from __future__ import annotations
 
 from mmdkit.errors import UnavailableError
-from mmdkit.physics.setup import (BLOWUP_LIMIT, DEFAULT_FIXED_STEP, DEFAULT_MAX_SUBSTEPS, DEFAULT_WARMUP_STEPS,
+from mmdkit.physics.setup import (BLOWUP_SIZES, DEFAULT_FIXED_STEP, DEFAULT_MAX_SUBSTEPS, DEFAULT_WARMUP_STEPS,
                                   GRAVITY, euler_to_matrix)
 
 __all__ = ["MMDPhysics", "physics_for", "euler_to_matrix", "DEFAULT_FIXED_STEP", "DEFAULT_MAX_SUBSTEPS",
-           "GRAVITY", "DEFAULT_WARMUP_STEPS", "BLOWUP_LIMIT", "UNAVAILABLE_MESSAGE"]
+           "GRAVITY", "DEFAULT_WARMUP_STEPS", "BLOWUP_SIZES", "UNAVAILABLE_MESSAGE"]
 
 UNAVAILABLE_MESSAGE = "physics needs the Bullet extension: run scripts/setup.sh, or use --no-physics"
 

@@ -15,9 +15,9 @@ import numpy as np
 
 from mmdkit.errors import BuildError
 
-__all__ = ["DEFAULT_FIXED_STEP", "DEFAULT_MAX_SUBSTEPS", "GRAVITY", "DEFAULT_WARMUP_STEPS", "BLOWUP_LIMIT",
+__all__ = ["DEFAULT_FIXED_STEP", "DEFAULT_MAX_SUBSTEPS", "GRAVITY", "DEFAULT_WARMUP_STEPS", "BLOWUP_SIZES",
            "BodySetup", "JointSetup", "body_setup", "joint_setup", "euler_to_matrix", "body_frames",
-           "model_array", "model_label"]
+           "model_array", "model_label", "model_size", "finite_or"]
 
 #: Fixed simulation step (seconds) and substep cap: saba's settings (MMD documents none).
 DEFAULT_FIXED_STEP = 1.0 / 120.0
@@ -25,8 +25,9 @@ DEFAULT_MAX_SUBSTEPS = 10
 GRAVITY = (0.0, -98.0, 0.0)
 #: Fixed steps simulated with the bones held still after a reset (start/seek): 0.5 s at 1/120.
 DEFAULT_WARMUP_STEPS = 60
-#: Bodies farther than this from the origin (or non-finite) are reset to their bone.
-BLOWUP_LIMIT = 1.0e4
+#: Blow-up guard: a body farther than this many model sizes (``model_size``) from where its bone
+#: puts it, or non-finite, is put back there at rest (a soft body: back to its rest shape).
+BLOWUP_SIZES = 10.0
 
 
 def model_label(model) -> str:
@@ -40,6 +41,30 @@ def model_array(model, name: str, dtype, shape) -> np.ndarray:
     if a is None:
         return np.zeros(shape, dtype)
     return np.ascontiguousarray(np.asarray(a).reshape(shape), dtype)
+
+
+def finite_or(a: np.ndarray, fallback, what: str, warnings: list) -> np.ndarray:
+    """``a`` with non-finite entries (per row when 2-D) replaced by ``fallback``; says how many rows
+    in ``warnings`` ("<n> <what> non-finite, ...")."""
+    bad = ~np.isfinite(a) if a.ndim == 1 else ~np.isfinite(a).all(axis=tuple(range(1, a.ndim)))
+    if not bad.any():
+        return a
+    warnings.append(f"{int(bad.sum())} {what} non-finite, replaced")
+    out = a.copy()
+    out[bad] = fallback[bad] if isinstance(fallback, np.ndarray) else fallback
+    return out
+
+
+def model_size(model) -> float:
+    """The model's size in units (≥ 1): the diagonal of the box around its finite bone and rigid
+    body positions. The blow-up guard measures distances in it."""
+    pts = [model_array(model, "bone_position", np.float64, (len(model.bone_name), 3)),
+           model_array(model, "rigid_body_position", np.float64, (len(model.rigid_body_name), 3))]
+    p = np.concatenate(pts)
+    p = p[np.isfinite(p).all(axis=1)]
+    if not len(p):
+        return 1.0
+    return max(1.0, float(np.linalg.norm(p.max(axis=0) - p.min(axis=0))))
 
 
 def euler_to_matrix(euler: np.ndarray) -> np.ndarray:
@@ -135,11 +160,17 @@ def body_setup(model) -> BodySetup:
     # is usually cleared), exactly Bullet's filter mask
     mask = (model_array(model, "rigid_body_collide_mask", np.int32, (R,)) & 0xFFFF).astype(np.int32)
 
-    # Bind frames and offsets relative to the followed bone's rest (translate(bone_position)).
-    body_bind = body_frames(model_array(model, "rigid_body_position", np.float64, (R, 3)),
-                            model_array(model, "rigid_body_rotation", np.float64, (R, 3)))
+    # Bind frames and offsets relative to the followed bone's rest (translate(bone_position));
+    # non-finite positions/rotations (hostile files, code-built models) become finite ones
     follow = np.where(body_bone >= 0, body_bone, 0 if B > 0 else -1).astype(np.int32)
     bone_pos = model_array(model, "bone_position", np.float64, (B, 3)) if B else np.zeros((0, 3))
+    bone_pos = finite_or(bone_pos, 0.0, "bone positions", warnings)
+    followed = np.where((follow >= 0)[:, None], bone_pos[np.maximum(follow, 0)] if B else 0.0, 0.0)
+    body_bind = body_frames(
+        finite_or(model_array(model, "rigid_body_position", np.float64, (R, 3)), followed,
+                  "rigid body positions", warnings),
+        finite_or(model_array(model, "rigid_body_rotation", np.float64, (R, 3)), 0.0,
+                  "rigid body rotations", warnings))
     offset = body_bind.copy()
     has = follow >= 0
     offset[has, :3, 3] -= bone_pos[follow[has]]
@@ -149,10 +180,14 @@ def body_setup(model) -> BodySetup:
     bone_driven[body_bone[drive]] = True
     return BodySetup(
         body_shape=shape, body_size=size, body_mass=model_array(model, "rigid_body_mass", np.float32, (R,)),
-        body_linear_damping=model_array(model, "rigid_body_linear_damping", np.float32, (R,)),
-        body_angular_damping=model_array(model, "rigid_body_angular_damping", np.float32, (R,)),
-        body_friction=model_array(model, "rigid_body_friction", np.float32, (R,)),
-        body_restitution=model_array(model, "rigid_body_restitution", np.float32, (R,)),
+        body_linear_damping=finite_or(model_array(model, "rigid_body_linear_damping", np.float32, (R,)), 0.5,
+                                      "rigid body linear dampings", warnings),
+        body_angular_damping=finite_or(model_array(model, "rigid_body_angular_damping", np.float32, (R,)), 0.5,
+                                       "rigid body angular dampings", warnings),
+        body_friction=finite_or(model_array(model, "rigid_body_friction", np.float32, (R,)), 0.5,
+                                "rigid body frictions", warnings),
+        body_restitution=finite_or(model_array(model, "rigid_body_restitution", np.float32, (R,)), 0.0,
+                                   "rigid body restitutions", warnings),
         body_group_bit=(np.left_shift(1, np.clip(group, 0, 15))).astype(np.int32), body_collide_mask=mask,
         body_mode=mode, body_bone=body_bone, body_bind=body_bind, body_follow=follow,
         body_offset=np.ascontiguousarray(offset, np.float32),
@@ -199,28 +234,29 @@ def joint_setup(model) -> JointSetup:
         j = int(out_of_range[0])
         raise BuildError(f"joint {j} refers to rigid bodies ({ja[j]}, {jb[j]}), model has {R} rigid bodies",
                          path=model_label(model), section="joint_body_a/joint_body_b")
-    keep = (ja >= 0) & (jb >= 0) & (ja != jb)
+    position = model_array(model, "joint_position", np.float64, (J, 3))
+    rotation = model_array(model, "joint_rotation", np.float64, (J, 3))
+    keep = (ja >= 0) & (jb >= 0) & (ja != jb) & np.isfinite(position).all(1) & np.isfinite(rotation).all(1)
     dropped = np.nonzero(~keep)[0]
     warnings = []
     if len(dropped):
         names = model.joint_name
-        warnings.append(f"{len(dropped)} joints dropped (missing body or A == B): "
+        warnings.append(f"{len(dropped)} joints dropped (missing body, A == B or non-finite frame): "
                         + ", ".join(repr(names[j]) if j < len(names) else str(j) for j in dropped[:8]))
     k = np.nonzero(keep)[0]
-    kept = lambda name, dtype: np.ascontiguousarray(model_array(model, name, dtype, (J, 3))[k], np.float32)
-    span = 2 * np.linalg.norm(np.maximum(np.abs(model_array(model, "joint_translation_lower", np.float64, (J, 3))[k]),
-                                         np.abs(model_array(model, "joint_translation_upper", np.float64, (J, 3))[k])),
-                              axis=1)
-    frame = body_frames(model_array(model, "joint_position", np.float64, (J, 3))[k],
-                        model_array(model, "joint_rotation", np.float64, (J, 3))[k])
-    stiffness = np.concatenate([model_array(model, "joint_spring_translation", np.float32, (J, 3))[k],
-                                model_array(model, "joint_spring_rotation", np.float32, (J, 3))[k]], 1)
+
+    def kept(name):  # (K,3) float32, non-finite limits/springs → 0
+        return np.ascontiguousarray(finite_or(model_array(model, name, np.float32, (J, 3))[k], 0.0,
+                                              name.replace("_", " ") + "s", warnings), np.float32)
+
+    lower, upper = kept("joint_translation_lower"), kept("joint_translation_upper")
+    span = 2 * np.linalg.norm(np.maximum(np.abs(lower.astype(np.float64)), np.abs(upper.astype(np.float64))), axis=1)
+    frame = body_frames(position[k], rotation[k])
+    stiffness = np.concatenate([kept("joint_spring_translation"), kept("joint_spring_rotation")], 1)
     return JointSetup(
         joint_index=k.astype(np.int32), joint_body_a=ja[k], joint_body_b=jb[k],
         joint_frame=np.ascontiguousarray(frame, np.float32),
         joint_position=frame[:, :3, 3].astype(np.float32),
-        joint_translation_lower=kept("joint_translation_lower", np.float32),
-        joint_translation_upper=kept("joint_translation_upper", np.float32),
-        joint_rotation_lower=kept("joint_rotation_lower", np.float32),
-        joint_rotation_upper=kept("joint_rotation_upper", np.float32),
+        joint_translation_lower=lower, joint_translation_upper=upper,
+        joint_rotation_lower=kept("joint_rotation_lower"), joint_rotation_upper=kept("joint_rotation_upper"),
         joint_stiffness=np.ascontiguousarray(stiffness, np.float32), joint_span=span, warnings=warnings)

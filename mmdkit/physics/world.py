@@ -15,8 +15,8 @@ import numpy as np
 
 from mmdkit.physics import _bullet
 from mmdkit.physics.kernels import body_targets, drive_bones
-from mmdkit.physics.setup import (BLOWUP_LIMIT, DEFAULT_FIXED_STEP, DEFAULT_MAX_SUBSTEPS, DEFAULT_WARMUP_STEPS,
-                                  GRAVITY, BodySetup, JointSetup, body_setup, joint_setup)
+from mmdkit.physics.setup import (BLOWUP_SIZES, DEFAULT_FIXED_STEP, DEFAULT_MAX_SUBSTEPS, DEFAULT_WARMUP_STEPS,
+                                  GRAVITY, BodySetup, JointSetup, body_setup, joint_setup, model_size)
 from mmdkit.physics.soft import add_soft_bodies
 
 __all__ = ["MMDPhysics"]
@@ -54,7 +54,9 @@ class MMDPhysics:
     step_async(dt, bone_world)  the same on this world's own worker thread → Future (.result())
     driven_bone_mask            (B,) bool, bones whose world comes from a body
     set_bone_physics(mask)      (B,) bool, False = that bone's bodies follow it kinematically
-    warnings                    list of str (dropped joints, blow-up resets)
+    warnings                    list of str (dropped joints, replaced non-finite values, blow-up resets)
+    blowup_distance             bodies farther than this from where their bones put them (or
+                                non-finite) are put back there after a step: BLOWUP_SIZES × model size
     bodies, joints              the ``setup.BodySetup`` / ``setup.JointSetup`` it was built from
     body_target, body_world     (R,4,4) float32 model space: where bones put the bodies / where they are
     soft_body_vertex[i], soft_body_positions(i)   PMX 2.1 soft bodies: model vertices and node positions
@@ -68,6 +70,7 @@ class MMDPhysics:
         self.warmup_steps = int(warmup_steps)
         self.max_substeps = int(max_substeps)
         self.blowup_resets = 0
+        self.blowup_distance = BLOWUP_SIZES * model_size(model)
         self.bodies = body_setup(model)
         self.joints = joint_setup(model)
         self.num_bones = int(len(model.bone_name))
@@ -99,7 +102,8 @@ class MMDPhysics:
     def warnings(self) -> list[str]:
         w = list(self._build_warnings)
         if self.blowup_resets:
-            w.append(f"{self.blowup_resets} rigid body resets after a blow-up (non-finite or beyond {BLOWUP_LIMIT:g})")
+            w.append(f"{self.blowup_resets} body resets after a blow-up (non-finite, or farther than "
+                     f"{self.blowup_distance:g} units from where its bone puts it)")
         return w
 
     def _check(self, bone_world):
@@ -116,7 +120,7 @@ class MMDPhysics:
         self.world.reset(self.body_target)
         n = self.warmup_steps if warmup_steps is None else int(warmup_steps)
         if n > 0:
-            self.blowup_resets += self.world.step(n * self.fixed_step, n, self.fixed_step, BLOWUP_LIMIT)
+            self.blowup_resets += self.world.step(n * self.fixed_step, n, self.fixed_step, self.blowup_distance)
         self.world.get_transforms_into(self.body_world)
         self._initialized = True
 
@@ -161,8 +165,9 @@ class MMDPhysics:
         self.world.set_kinematic_transforms(self._all, self.body_target)
 
     def simulate(self, dt: float) -> int:
-        """Advance Bullet ``dt`` seconds in fixed steps; returns how many bodies were reset after a blow-up."""
-        bad = self.world.step(float(dt), self.max_substeps, self.fixed_step, BLOWUP_LIMIT)
+        """Advance Bullet ``dt`` seconds in fixed steps; returns how many bodies were reset after a
+        blow-up (non-finite, or farther than ``blowup_distance`` from their targets)."""
+        bad = self.world.step(float(dt), self.max_substeps, self.fixed_step, self.blowup_distance)
         self.blowup_resets += bad
         return bad
 
