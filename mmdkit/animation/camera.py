@@ -50,7 +50,7 @@ def sample_camera(motion, frames) -> dict:
 
     def lerp(arr, ch):
         va, vb = arr[a].astype(np.float64), arr[b].astype(np.float64)
-        wt = w[:, ch] if np.ndim(ch) == 0 else w[:, ch]
+        wt = w[:, ch]
         if va.ndim == 2:
             wt = wt.reshape(len(frames), -1)
         return va + (vb - va) * wt
