@@ -110,3 +110,35 @@ def test_pmx21_soft_body_from_model_records():
     assert p.shape == (16, 3) and np.isfinite(p).all()
     assert abs(p[0, 1] - 10) < 0.3 and abs(p[3, 1] - 10) < 1e-4  # anchored and pinned corners stay
     assert p[15, 1] < 8.0  # the free corner fell
+
+
+SOFT_HANG = """
+import dataclasses, sys
+import numpy as np
+from mmdkit.formats.pmx import SoftBodyRecord
+from mmdkit.model.builder import ModelBuilder
+from mmdkit.physics import MMDPhysics
+mb = ModelBuilder("cloth")
+mb.add_bone("root", (0, 10, 0))
+mb.add_material("cloth")
+pos = np.array([[x, 10.0, z] for z in range(2) for x in range(2)], np.float32)
+mb.add_mesh(0, pos, np.tile([0, 1, 0], (4, 1)), np.zeros((4, 2)), np.array([[0, 1, 2], [1, 3, 2]]), np.zeros(4, int))
+big = 2 ** 31 - 1
+rec = SoftBodyRecord(name="cloth", shape=0, material=0, total_mass=1.0, collision_margin=0.05,
+                     config=(0.0, 0.01, 0.0, 0.0, 0.0, 1.0, 0.2, 0.0, 1.0, 0.1, 1.0, 0.7),
+                     iteration=(big, big, big, big), material_coef=(0.9, 0.9, 0.9))
+phys = MMDPhysics(dataclasses.replace(mb.build(), soft_bodies=(rec,)))
+bw = np.tile(np.eye(4, dtype=np.float32), (1, 1, 1))
+phys.step(1 / 30, bw)
+print(" | ".join(phys.warnings))
+"""
+
+
+def test_soft_body_with_huge_iteration_counts_steps_at_once():
+    """A PMX 2.1 soft body asking for 2**31 - 1 solver iterations hung the first step; they are
+    clamped to SOFT_BODY_MAX_ITERATIONS with a warning."""
+    from mmdkit.physics.soft import SOFT_BODY_MAX_ITERATIONS
+
+    r = subprocess.run([sys.executable, "-c", SOFT_HANG], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"clamped to [0, {SOFT_BODY_MAX_ITERATIONS}]" in r.stdout

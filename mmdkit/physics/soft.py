@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["soft_body_mesh", "add_soft_bodies"]
+__all__ = ["soft_body_mesh", "add_soft_bodies", "SOFT_BODY_MAX_ITERATIONS"]
+
+#: Solver iterations per pass (velocity, position, drift, cluster) a soft body may ask for: the
+#: PMX 2.1 fields are int32 and 2**31 - 1 would hang the first step. PMX Editor's defaults are
+#: 0/1/0/4; Bullet's demos use ≤ 20. Larger values are clamped (with a warning).
+SOFT_BODY_MAX_ITERATIONS = 64
 
 
 def soft_body_mesh(model, rec):
@@ -27,11 +32,21 @@ def soft_body_mesh(model, rec):
     return used, local, verts
 
 
-def _add_one(world, rec, used, local, verts, num_bodies: int) -> int:
+def capped_iterations(rec, warnings: list) -> np.ndarray:
+    """(4,) int32 solver iterations of a soft body record, clamped to [0, SOFT_BODY_MAX_ITERATIONS]."""
+    it = np.asarray(rec.iteration, np.int64).reshape(4)
+    ok = np.clip(it, 0, SOFT_BODY_MAX_ITERATIONS)
+    if (ok != it).any():
+        warnings.append(f"soft body {rec.name!r}: solver iterations {it.tolist()} clamped to "
+                        f"[0, {SOFT_BODY_MAX_ITERATIONS}]")
+    return ok.astype(np.int32)
+
+
+def _add_one(world, rec, used, local, verts, num_bodies: int, warnings: list) -> int:
     """Add one soft body with the record's config, pins and anchors; returns its world index."""
     k = world.add_soft_body(verts, local, mass=float(rec.total_mass), margin=float(rec.collision_margin),
                             group=int(1 << (int(rec.group) & 15)), mask=int(rec.collide_mask) & 0xFFFF)
-    world.configure_soft(k, np.asarray(rec.config, np.float32), np.asarray(rec.iteration, np.int32),
+    world.configure_soft(k, np.asarray(rec.config, np.float32), capped_iterations(rec, warnings),
                          np.asarray(rec.material_coef, np.float32),
                          int(rec.b_link_distance) if rec.flags & 1 else 0,
                          int(rec.cluster_count) if rec.flags & 2 else 0,
@@ -56,7 +71,7 @@ def add_soft_bodies(world, model, num_bodies: int):
             warnings.append(f"soft body {si} ({rec.name!r}): {mesh}")
             continue
         used, local, verts = mesh
-        _add_one(world, rec, used, local, verts, num_bodies)
+        _add_one(world, rec, used, local, verts, num_bodies, warnings)
         vertex.append(used.astype(np.int32))
         index.append(si)
     return vertex, index, warnings
