@@ -46,7 +46,7 @@ _SPEC: dict[str, tuple] = {
     "property_ik_track": (np.int32, (), "property_ik_track"),
     "property_ik_enabled": (np.uint8, (), "property_ik_track"),
 }
-# float fields that must be finite -> (the key's track field or None, its track-name field)
+# float fields that must be finite -> (key track field, track-name field), or (None, what the keys are)
 _FINITE = {
     "bone_key_translation": ("bone_key_track", "bone_track_name"),
     "bone_key_rotation": ("bone_key_track", "bone_track_name"),
