@@ -40,7 +40,9 @@ SECTIONS = (
     ("light keys", "light_key_", record([("frame", "I", 1), ("color", "f", 3), ("direction", "f", 3)])),
     ("self-shadow keys", "shadow_key_", record([("frame", "I", 1), ("mode", "B", 1), ("distance", "f", 1)])),
 )
-PROPERTY_KEYS = "property keys"  # variable size: frame u32, visible u8, n u32, n × (name[20], on u8)
+PROPERTY_KEYS = "property keys"  # variable size: a PROPERTY_KEY head, then its IK_SWITCH records
+PROPERTY_KEY = record([("frame", "I", 1), ("visible", "B", 1), ("switches", "I", 1)])
+IK_SWITCH = record([("name", "B", IK_NAME_SIZE), ("enabled", "B", 1)])
 
 def _tracks(names: np.ndarray, warnings: list, what: str):
     """(K, n) uint8 name fields → (track index per key, names, stripped bytes) in first-seen order."""
@@ -146,13 +148,15 @@ def _read_property_keys(r: BinaryReader, f: dict, extras: dict) -> None:
     ik_index: dict[bytes, int] = {}
     ik_names: list[str] = []
     ik_raw: list[bytes] = []
-    n = _section_count(r, extras, PROPERTY_KEYS, 9, "property key", "property key") or 0
+    n = _section_count(r, extras, PROPERTY_KEYS, PROPERTY_KEY.itemsize, "property key", "property key") or 0
     for _ in range(n):
-        pframe.append(r.u32())
-        pvis.append(r.u8())
-        for _ in range(r.u32_count(IK_NAME_SIZE + 1, "IK switch")):
-            field = r.raw(IK_NAME_SIZE)
-            pon.append(r.u8())
+        head = np.frombuffer(r.raw(PROPERTY_KEY.itemsize), PROPERTY_KEY)[0]
+        pframe.append(int(head["frame"]))
+        pvis.append(int(head["visible"]))
+        switches = r.array(IK_SWITCH, r.count(int(head["switches"]), IK_SWITCH.itemsize, "IK switch"))
+        for field, on in zip(switches["name"], switches["enabled"].tolist()):
+            field = field.tobytes()
+            pon.append(on)
             pfields.append(field)
             b = strip_field(field)
             t = ik_index.get(b)
@@ -272,11 +276,14 @@ def _write_property_keys(w: BinaryWriter, motion: Motion, ex: dict) -> None:
     track = motion.property_ik_track if motion.property_ik_track is not None else np.zeros(0, np.int32)
     use_raw = len(fields) == len(track) and all(strip_field(fields[i]) == names[int(track[i])][:IK_NAME_SIZE]
                                                 for i in range(len(track)))
+    head = np.zeros(1, PROPERTY_KEY)
     for k in range(kp):
-        w.u32(int(motion.property_key_frame[k]))
-        w.u8(int(motion.property_key_visible[k]))
         s0, s1 = int(start[k]), int(start[k + 1])
-        w.u32(s1 - s0)
-        for i in range(s0, s1):
-            w.raw(fields[i] if use_raw else encode_field(names[int(track[i])], IK_NAME_SIZE))
-            w.u8(int(motion.property_ik_enabled[i]))
+        head[0] = (motion.property_key_frame[k], motion.property_key_visible[k], s1 - s0)
+        w.array(head)
+        switches = np.zeros(s1 - s0, IK_SWITCH)
+        for j, i in enumerate(range(s0, s1)):
+            switches["name"][j] = np.frombuffer(fields[i] if use_raw else encode_field(names[int(track[i])],
+                                                                                          IK_NAME_SIZE), np.uint8)
+        switches["enabled"] = motion.property_ik_enabled[s0:s1]
+        w.array(switches)

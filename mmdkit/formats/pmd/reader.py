@@ -96,10 +96,10 @@ def _read_morphs(r: BinaryReader, raw: PmdRaw) -> None:
     r.section = "morphs"
     nmo = r.count(r.u16(), MORPH_HEAD.itemsize, "morph", r.pos - 2)
     for i in range(nmo):
-        nf = r.raw(NAME_SIZE)
-        cnt = r.u32_count(MORPH_ROW.itemsize, f"morph {i} vertex")
-        kind = r.u8()
-        raw.morphs.append((nf, kind, r.array(MORPH_ROW, cnt)))
+        head = r.raw(MORPH_HEAD.itemsize)
+        h = np.frombuffer(head, MORPH_HEAD)[0]
+        cnt = r.count(int(h["count"]), MORPH_ROW.itemsize, f"morph {i} vertex", r.pos - 5)
+        raw.morphs.append((head[:NAME_SIZE], int(h["kind"]), r.array(MORPH_ROW, cnt)))
 
 
 def _read_display(r: BinaryReader, raw: PmdRaw) -> None:

@@ -282,10 +282,10 @@ def _write_morphs(w: BinaryWriter, model, ex: dict):
         rows = np.zeros(len(base_v), P.MORPH_ROW)
         rows["i"], rows["o"] = base_v, base_o
         items.insert(min(base_at or 0, len(items)), (base_f, 0, rows))
+    head = np.zeros(1, P.MORPH_HEAD)
     for nf, kind, rows in items:
-        w.raw(nf)
-        w.u32(len(rows))
-        w.u8(kind)
+        head[0] = (np.frombuffer(nf, np.uint8), len(rows), kind)
+        w.array(head)
         w.array(rows)
     return vm, has_base, base_at
 
