@@ -288,3 +288,24 @@ def test_apply_pose_without_a_motion_saves(gene, tmp_path):
     assert back.bone_track_name == ("首",) and back.num_morph_keys == 1
     mmdkit.save(mmdkit.Motion(), tmp_path / "empty.vmd")  # a bare Motion() writes too
     assert mmdkit.load(tmp_path / "empty.vmd").num_bone_keys == 0
+
+
+def test_zero_quaternion_ankle_key_gives_no_nan(gene):
+    """Gene's ankles are links of the toe IK: a zero rotation key there (seen in the wild) gave
+    NaN bones through IK; it reads as the identity, in both paths."""
+    import dataclasses
+
+    from mmdkit.animation.builder import MotionBuilder
+    from mmdkit.pose import pose_batch
+
+    mo = MotionBuilder()
+    for name in ("左足首", "右足首"):
+        mo.add_bone_key(name, 0)
+        mo.add_bone_key(name, 10)
+    motion = mo.build()
+    motion = dataclasses.replace(motion, bone_key_rotation=np.zeros_like(motion.bone_key_rotation))
+    for f in (0.0, 5.0):
+        assert np.isfinite(Character(gene, motion).update(f).bone_world).all()
+    assert np.isfinite(pose_batch(gene, motion, [0.0, 5.0])[0]).all()
+    rest = Character(gene).update(5).bone_world
+    np.testing.assert_array_equal(Character(gene, motion).update(5).bone_world, rest)

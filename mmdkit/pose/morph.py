@@ -11,11 +11,37 @@ like groups (their members applied with the flip weight).
 
 from __future__ import annotations
 
+import math
+
 from numba import njit
 
-from mmdkit.mathutil import qmul_scalar, qscale_angle_scalar
+from mmdkit.mathutil import put4, qmul_scalar, qscale_angle_scalar
 
 _NB = dict(cache=True, nogil=True)
+_UNIT_TOLERANCE = 1e-3  # |q|² this close to 1 is left as is (float32 file keys are off by ~2e-5)
+
+
+@njit(inline="always", **_NB)
+def unit_or_identity_scalar(x, y, z, w):
+    """(x, y, z, w) scaled to unit length; a zero, tiny or non-finite quaternion → identity.
+    Quaternions already unit within _UNIT_TOLERANCE come back unchanged."""
+    n2 = x * x + y * y + z * z + w * w
+    d = n2 - 1.0
+    if -_UNIT_TOLERANCE <= d <= _UNIT_TOLERANCE:
+        return x, y, z, w
+    if not (1e-24 < n2 < 1e300):  # zero, tiny, inf or NaN
+        return 0.0, 0.0, 0.0, 1.0
+    n = math.sqrt(n2)
+    return x / n, y / n, z / n, w / n
+
+
+@njit(**_NB)
+def unit_rotations(anim_q):
+    """anim_q (B,4) float64 rows made unit in place (zero/non-finite → identity): key and morph
+    rotations as files give them (VMD keys are not normalised; a zero key is seen in the wild)."""
+    for b in range(anim_q.shape[0]):
+        q = unit_or_identity_scalar(anim_q[b, 0], anim_q[b, 1], anim_q[b, 2], anim_q[b, 3])
+        put4(anim_q, b, q[0], q[1], q[2], q[3])
 
 
 @njit(**_NB)
@@ -34,7 +60,8 @@ def expand_weights(raw, is_leaf, group_start, group_target, group_weight, out):
 
 @njit(**_NB)
 def apply_bone_morphs(weight, start, bone, translation, rotation, anim_t, anim_q):
-    """Compose bone morphs onto the sampled local pose: t += w·t_m; q = q ⊗ slerp(I, q_m, w).
+    """Compose bone morphs onto the sampled local pose: t += w·t_m; q = q ⊗ slerp(I, q_m, w)
+    (q_m made unit first, a zero q_m is the identity).
 
     weight (N,) float64; start (N+1,) CSR into the rows bone (R,), translation (R,3),
     rotation (R,4) xyzw; anim_t (B,3) / anim_q (B,4) float64 parent-local, updated in place."""
@@ -46,7 +73,8 @@ def apply_bone_morphs(weight, start, bone, translation, rotation, anim_t, anim_q
             b = bone[r]
             for c in range(3):
                 anim_t[b, c] += w * translation[r, c]
-            s = qscale_angle_scalar(rotation[r, 0], rotation[r, 1], rotation[r, 2], rotation[r, 3], w)
+            u = unit_or_identity_scalar(rotation[r, 0], rotation[r, 1], rotation[r, 2], rotation[r, 3])
+            s = qscale_angle_scalar(u[0], u[1], u[2], u[3], w)
             q = qmul_scalar(anim_q[b, 0], anim_q[b, 1], anim_q[b, 2], anim_q[b, 3], s[0], s[1], s[2], s[3])
             for c in range(4):
                 anim_q[b, c] = q[c]

@@ -124,7 +124,7 @@ class Rig:
     # --- bones ------------------------------------------------------------------------------
     bone_order: np.ndarray  # (B,) int32 all bones, evaluation order
     bone_pass_before: np.ndarray  # (P1,) int32 bones before physics, evaluation order
-    bone_pass_after: np.ndarray  # (P2,) int32 after-physics bones, evaluation order
+    bone_pass_after: np.ndarray  # (P2,) int32 after-physics bones (after_physics_mask), eval order
     bone_parent: np.ndarray  # (B,) int32, -1 = root
     bone_position: np.ndarray  # (B, 3) float64 rest positions, model space
     bone_flags: np.ndarray  # (B,) int32 BONE_* bits
@@ -294,12 +294,33 @@ def _morph_tables(model) -> dict:
         material_morph_op=m.material_morph_op, material_morph_values=values, material_base=base)
 
 
+def after_physics_mask(order: np.ndarray, parent: np.ndarray, append_parent: np.ndarray,
+                       flags: np.ndarray) -> np.ndarray:
+    """(B,) bool: the bones of the second pass — those flagged after-physics and every bone whose
+    parent or append (付与) source is in it. Such a bone must wait for its source: evaluated in
+    the first pass it would read the source's state of another frame (of the last frame posed,
+    or of nothing at the start of a batch chunk)."""
+    after = (flags & M.BONE_AFTER_PHYSICS) != 0
+    uses_append = (flags & (M.BONE_APPEND_ROTATION | M.BONE_APPEND_TRANSLATION)) != 0
+    changed = True
+    while changed:  # append sources may come later in the order: repeat until nothing moves
+        changed = False
+        for b in order:
+            if after[b]:
+                continue
+            p, a = parent[b], append_parent[b]
+            if (p >= 0 and after[p]) or (a >= 0 and uses_append[b] and after[a]):
+                after[b] = changed = True
+    return after
+
+
 def build_rig(model) -> Rig:
     """The Rig of ``model`` (see ``Rig``); pure, nothing cached."""
     parent = np.asarray(model.bone_parent, np.int32)
     order = evaluation_order(parent, np.asarray(model.bone_layer, np.int64))
     flags = np.asarray(model.bone_flags, np.int32)
-    after = (flags & M.BONE_AFTER_PHYSICS) != 0
+    append_parent = np.asarray(model.bone_append_parent, np.int32)
+    after = after_physics_mask(order, parent, append_parent, flags)
     fixed = np.asarray(model.bone_fixed_axis, np.float64).copy()
     n = np.linalg.norm(fixed, axis=1)
     use = ((flags & M.BONE_FIXED_AXIS) != 0) & (n > 1e-8)
@@ -310,7 +331,7 @@ def build_rig(model) -> Rig:
         bone_order=order, bone_pass_before=order[~after[order]].astype(np.int32),
         bone_pass_after=order[after[order]].astype(np.int32), bone_parent=parent,
         bone_position=np.asarray(model.bone_position, np.float64), bone_flags=flags,
-        bone_append_parent=np.asarray(model.bone_append_parent, np.int32),
+        bone_append_parent=append_parent,
         bone_append_ratio=np.asarray(model.bone_append_ratio, np.float64), bone_fixed_axis=fixed,
         bone_ik=np.asarray(model.bone_ik, np.int32), **_ik_tables(model, parent, order),
         **_morph_tables(model), num_vertices=model.num_vertices, num_additional_uv=A)

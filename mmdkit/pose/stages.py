@@ -16,7 +16,7 @@ from numba import njit
 from mmdkit.animation.sampling import sample_bones, sample_scalars, sample_steps
 from mmdkit.pose.bones import read_driven, refresh_worlds, solve_bones, switch_off_ik, write_matrices
 from mmdkit.pose.morph import (apply_bone_morphs, apply_material_morphs, apply_offset_morphs, apply_uv_morphs,
-                               expand_weights)
+                               expand_weights, unit_rotations)
 
 SAMPLE, MORPH, BONES_BEFORE_PHYSICS, PHYSICS, BONES_AFTER_PHYSICS = range(5)
 STAGES = ("sample", "morph", "bones_before_physics", "physics", "bones_after_physics")
@@ -37,7 +37,8 @@ def motion_in(bound) -> tuple:
 
 @njit(**_NB)
 def stage_sample(frame, motion_keys, coupling, bone_state_out, morph_state_out, frame_out):
-    """Keys at ``frame`` → anim_t (B,3) / anim_q (B,4) float64 parent-local, raw morph weights
+    """Keys at ``frame`` → anim_t (B,3) / anim_q (B,4) float64 parent-local (rotations made unit,
+    zero or non-finite ones the identity, so no later stage meets them), raw morph weights
     (N,) float64, ik_enabled (K,) uint8 (then switched off where coupling's ik_disabled is set),
     visible (1,) uint8."""
     (bk_start, bk_frame, bk_t, bk_q, bk_curve, mk_start, mk_frame, mk_weight, ik_start, ik_frame, ik_value,
@@ -47,6 +48,7 @@ def stage_sample(frame, motion_keys, coupling, bone_state_out, morph_state_out, 
     morph_raw = morph_state_out[0]
     ik_enabled, visible = frame_out[0], frame_out[1]
     sample_bones(frame, bk_start, bk_frame, bk_t, bk_q, bk_curve, anim_t, anim_q)
+    unit_rotations(anim_q)
     sample_scalars(frame, mk_start, mk_frame, mk_weight, morph_raw)
     sample_steps(frame, ik_start, ik_frame, ik_value, ik_enabled)
     switch_off_ik(ik_enabled, ik_disabled)

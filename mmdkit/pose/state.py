@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from mmdkit.model import model as M
-
 
 @njit(cache=True, nogil=True)
 def new_bone_state(B):
-    """The 9 float64 bone arrays of ``PoseState.bone_state`` for B bones, at rest: zero
-    translations, identity rotations. Used by PoseState and by each batch chunk."""
+    """The 9 float64 bone arrays of ``PoseState.bone_state`` for B bones — (B,3) translations /
+    positions, zero, and (B,4) rotations, identity — in the order anim_t, anim_q, ik_q, append_t,
+    append_q, local_t, local_q, world_p, world_q. Used by PoseState and by each batch chunk."""
     anim_t = np.zeros((B, 3))
     anim_q = np.zeros((B, 4))
     ik_q = np.zeros((B, 4))
@@ -61,7 +60,7 @@ class PoseState:
     Coupling to a simulator (set by ``set_driven``; empty without physics):
     ik_disabled (K,) uint8: solvers whose links are all driven (MMD skips them)
     bone_driven (D,) int32: bones whose bone_world rows the simulator writes
-    bone_refresh (R,) int32: non-driven, before-physics bones below driven ones (eval order)
+    bone_refresh (R,) int32: non-driven first-pass bones below driven ones (eval order)
     """
 
     bone_anim_t: np.ndarray
@@ -132,7 +131,8 @@ class PoseState:
         self.bone_driven = np.nonzero(driven)[0].astype(np.int32)
         mask = driven.copy()
         refresh = []
-        after = (rig.bone_flags & M.BONE_AFTER_PHYSICS) != 0
+        after = np.zeros(len(driven), bool)
+        after[rig.bone_pass_after] = True
         for b in rig.bone_order:
             p = rig.bone_parent[b]
             if p >= 0 and mask[p] and not driven[b]:
