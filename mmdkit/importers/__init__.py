@@ -1,0 +1,14 @@
+"""Importers: rigged characters from other formats → the one MMD ``Model`` + clip ``Motion``s.
+
+``import_scene(scene)`` turns a GltfAsset-like scene (glTF now; an Assimp bridge later) into
+(Model, Clips); ``load_gltf_model(path)`` / ``load_gltf_scene(path)`` read .gltf/.glb files, which
+``mmdkit.load`` also reads (registered lazily by ``mmdkit.formats``). ``clips_of(model)`` gives
+the clips of an imported model: {name: Motion}, frame f = time f/30 s of the clip.
+"""
+
+from mmdkit.importers.clips import Clips, clip_motion
+from mmdkit.importers.gltf import load_gltf_model, load_gltf_scene, read_gltf_model, read_gltf_scene
+from mmdkit.importers.scene import MMD_UNITS_PER_METRE, clips_of, import_scene
+
+__all__ = ["import_scene", "clips_of", "Clips", "clip_motion", "load_gltf_model", "load_gltf_scene",
+           "read_gltf_model", "read_gltf_scene", "MMD_UNITS_PER_METRE"]

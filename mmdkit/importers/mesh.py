@@ -1,0 +1,156 @@
+"""Scene meshes and materials → ``ModelBuilder`` vertices, faces, vertex morphs and materials.
+
+In: a GltfAsset-like scene, its ``Skeleton`` and the target ``Space``. Out: builder calls — per
+primitive its bind vertices in MMD space (skinned: C·v with the 4 largest weights renormalised;
+unskinned: the node's bind world · v, BDEF1 on the node's bone), triangles wound as PMX files are
+(front face: (b−a)×(c−a) along the normal), morph targets merged by name into vertex morphs
+(default weights baked into the mesh), and one material per scene material (+ a white default).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from mmdkit.importers.scene import Skeleton, Space
+from mmdkit.model.builder import ModelBuilder
+
+_EXT = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/bmp": ".bmp"}
+_BIND_TOLERANCE = 1e-4
+
+
+def _srgb(linear: np.ndarray) -> np.ndarray:
+    """Linear colour factors (glTF) → display values (MMD colours are as shown)."""
+    c = np.clip(np.asarray(linear, np.float64), 0.0, 1.0)
+    return np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1 / 2.4) - 0.055)
+
+
+def texture_names(scene) -> list[str]:
+    """One file name per scene image: its relative URI when it has a safe one, else
+    '<file stem>_<image name or imageK><ext>'; unique."""
+    stem = re.sub(r"[^\w.-]+", "_", (scene.path or "model").replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    names: list[str] = []
+    for k, im in enumerate(scene.images):
+        uri = im.uri.replace("\\", "/")
+        safe = uri and not uri.startswith(("/", "data:")) and ".." not in uri.split("/") and ":" not in uri
+        label = re.sub(r"[^\w.-]+", "_", im.name) or f"image{k}"
+        base = uri if safe else f"{stem}_{label}{_EXT.get(im.mime, '')}"
+        name, n = base, 2
+        while name in names:
+            name, n = f"{n}_{base}", n + 1
+        names.append(name)
+    return names
+
+
+def add_materials(mb: ModelBuilder, scene) -> dict[str, bytes]:
+    """Scene materials → MMD materials (same order, then a white default for primitives without
+    one); returns {texture name: encoded image bytes} for the images materials use."""
+    names = texture_names(scene)
+    used: dict[str, bytes] = {}
+    for k, m in enumerate(scene.materials):
+        rgb = _srgb(m.base_color[:3])
+        alpha = float(m.base_color[3]) if m.alpha_mode == "BLEND" else 1.0
+        tex = None
+        if m.base_color_image >= 0 and scene.images[m.base_color_image].data:
+            tex = names[m.base_color_image]
+            used[tex] = scene.images[m.base_color_image].data
+        mb.add_material(m.name or f"material{k}", diffuse=(*rgb, alpha), ambient=rgb * 0.5, specular=(0, 0, 0),
+                        double_sided=bool(m.double_sided), edge=False, texture=tex,
+                        memo=f"glTF alphaMode {m.alpha_mode}")
+    mb.add_material("default", diffuse=(1, 1, 1, 1), ambient=(0.5, 0.5, 0.5), specular=(0, 0, 0), edge=False)
+    return used
+
+
+def _top4(joint: np.ndarray, weight: np.ndarray, joint_bone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(V, 4S) joints / weights → (V, 4) bone indices and weights: the 4 largest, renormalised;
+    a single influence is exactly (1, 0, 0, 0); empty slots index bone 0."""
+    w = np.asarray(weight, np.float64)
+    order = np.argsort(-w, axis=1, kind="stable")[:, :4]
+    w4 = np.take_along_axis(w, order, 1)
+    j4 = np.take_along_axis(np.asarray(joint, np.int64), order, 1)
+    total = w4.sum(1, keepdims=True)
+    w4 = np.where(total > 0, w4 / np.where(total > 0, total, 1.0), np.r_[1.0, 0, 0, 0])
+    w4[(w4[:, 1:] == 0).all(1), 0] = 1.0
+    live = w4 > 0
+    bone = np.where(live, joint_bone[np.where(live, j4, 0)], 0)
+    return bone.astype(np.int32), w4.astype(np.float32)
+
+
+def _skin_bind(scene, node: int, sk: Skeleton, warnings: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(4, 4) bind matrix for the vertices of skinned mesh ``node`` (D·C: D ≠ I only when another
+    skin bound the same joints elsewhere) and (J,) bone per joint of its skin."""
+    skin = scene.skins[scene.node_skin[node]]
+    c = scene.node_world[node].astype(np.float64)
+    own = c @ np.linalg.inv(skin.joint_inverse_bind.astype(np.float64))
+    joint_bone = sk.node_bone[skin.joint_node]
+    d = sk.bone_bind[joint_bone] @ np.linalg.inv(own)
+    size = max(1.0, float(np.abs(own[:, :3, 3]).max()))
+    if np.abs(d - d[0]).max() > _BIND_TOLERANCE * size:
+        warnings.append(f"node {node} ({scene.node_name[node]!r}): its skin binds shared joints unlike the first "
+                        "skin; its vertices are placed by its first joint's bind")
+    return d[0] @ c, joint_bone
+
+
+def _normals(pos: np.ndarray, face: np.ndarray) -> np.ndarray:
+    """(V, 3) area-weighted vertex normals of triangles ``face`` (PMX winding), unit length."""
+    fn = np.cross(pos[face[:, 1]] - pos[face[:, 0]], pos[face[:, 2]] - pos[face[:, 0]])
+    n = np.stack([np.bincount(face.ravel(), np.repeat(fn[:, k], 3), len(pos)) for k in range(3)], 1)
+    return n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-30)
+
+
+def _default_weights(scene, node: int) -> np.ndarray:
+    mesh = scene.meshes[scene.node_mesh[node]]
+    w = scene.node_target_weight[node]
+    return np.asarray(mesh.target_weight if w is None else w, np.float64)
+
+
+def _primitive(mb: ModelBuilder, prim, bind: np.ndarray, bones, space: Space, defaults: np.ndarray,
+               n_materials: int) -> tuple[int, np.ndarray]:
+    """Add one primitive; returns (first vertex, (K, V, 3) MMD-space morph offsets)."""
+    lin = bind[:3, :3]
+    v = np.asarray(prim.vertex_position, np.float64)
+    if len(defaults):
+        v = v + np.einsum("k,kvi->vi", defaults, prim.target_position)
+    pos = space.points(v @ lin.T + bind[:3, 3])
+    face = np.asarray(prim.face_vertex, np.int64)
+    if (np.linalg.det(lin) < 0) != space.flip_z:  # one reflection reverses the winding
+        face = face[:, ::-1]
+    if prim.vertex_normal is None:
+        nrm = _normals(pos, face)
+    else:
+        nrm = space.directions(np.asarray(prim.vertex_normal, np.float64) @ np.linalg.inv(lin))
+        nrm /= np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-30)
+    uv = np.zeros((len(pos), 2)) if prim.vertex_uv is None else prim.vertex_uv
+    material = prim.material if prim.material >= 0 else n_materials
+    first = mb.add_mesh(material, pos, nrm, uv, face, *bones)
+    return first, space.points(np.asarray(prim.target_position, np.float64) @ lin.T)
+
+
+def add_meshes(mb: ModelBuilder, scene, sk: Skeleton, space: Space, warnings: list[str]) -> None:
+    """Every mesh node of the skeleton's scene → builder meshes and vertex morphs (by target name)."""
+    morphs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for node in np.flatnonzero(scene.node_mesh >= 0).tolist():
+        if scene.node_skin[node] < 0 and sk.node_bone[node] < 0:
+            continue  # outside the default scene
+        mesh = scene.meshes[scene.node_mesh[node]]
+        if scene.node_skin[node] >= 0:
+            bind, joint_bone = _skin_bind(scene, node, sk, warnings)
+        else:
+            bind, joint_bone = sk.bone_bind[sk.node_bone[node]], None
+        defaults = _default_weights(scene, node)
+        for prim in mesh.primitives:
+            if joint_bone is not None and prim.vertex_joint is not None:
+                bones = _top4(prim.vertex_joint, prim.vertex_weight, joint_bone)
+            else:
+                if joint_bone is not None:
+                    warnings.append(f"a primitive of mesh {mesh.name!r} has no skin weights; it follows the "
+                                    f"skin's first joint")
+                b = sk.node_bone[node] if joint_bone is None else joint_bone[0]
+                bones = (np.full(len(prim.vertex_position), b, np.int32),)
+            first, offsets = _primitive(mb, prim, bind, bones, space, defaults, len(scene.materials))
+            for k, tname in enumerate(mesh.target_name):
+                moved = np.flatnonzero(np.abs(offsets[k]).max(1) > 0)
+                morphs.setdefault(tname, []).append((moved + first, offsets[k][moved]))
+    for tname, parts in morphs.items():
+        mb.add_vertex_morph(tname, np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))

@@ -1,0 +1,213 @@
+"""A skinned scene (``GltfAsset`` or alike) → MMD ``Model`` + lazily baked clip ``Motion``s.
+
+In: a scene with the ``GltfAsset`` fields (node hierarchy, meshes, skins, materials, images,
+animations — see docs/import.md "Input contract"), in its own right-handed space. Out:
+``import_scene(scene)`` → (``Model``, ``Clips``): MMD space (left-handed: z negated; ×
+``unit_scale`` MMD units per scene unit, 12.5 for metres), whose rest pose is the bind mesh.
+
+Bind rotations are baked into the motions, not stored on bones: each bone i has a bind world
+B_i = C·IBM_i⁻¹ (C: the skinned mesh node's world), polar-decomposed as T(p_i)·R_i·Σ_i. The MMD
+bone rests at p_i with no rotation and the bind vertices are C·v, so an empty motion skins to the
+bind mesh; a clip's MMD world is W_i(t) = rigid(J_i(t))·R_i⁻¹, hence W_i·T(−p_i) =
+J_i·IBM_i·C⁻¹ — glTF's skinning — while scales stay as bound (MMD bones have no scale).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from mmdkit.model.build import build_model
+from mmdkit.model.builder import ModelBuilder
+from mmdkit.model.model import Model
+
+MMD_UNITS_PER_METRE = 12.5
+"""1 MMD unit = 8 cm."""
+
+_CLIPS: "weakref.WeakKeyDictionary[Model, object]" = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class Space:
+    """Scene → MMD space: points ``scale·S·p``, rotations ``S·R·S`` with S = diag(1, 1, −1)
+    when ``flip_z`` (right-handed → MMD's left-handed), else S = I."""
+
+    scale: float = MMD_UNITS_PER_METRE
+    flip_z: bool = True
+
+    @property
+    def axis(self) -> np.ndarray:
+        """(3,) float64 diagonal of S."""
+        return np.array([1.0, 1.0, -1.0 if self.flip_z else 1.0])
+
+    def points(self, p: np.ndarray) -> np.ndarray:
+        """(…, 3) scene points or offsets → MMD units (float64)."""
+        return np.asarray(p, np.float64) * (self.scale * self.axis)
+
+    def directions(self, n: np.ndarray) -> np.ndarray:
+        """(…, 3) scene directions (normals) → MMD space, not rescaled."""
+        return np.asarray(n, np.float64) * self.axis
+
+    def quaternions(self, q: np.ndarray) -> np.ndarray:
+        """(…, 4) x y z w rotations → MMD space: S·R·S is (−x, −y, z, w) for the z flip."""
+        return np.asarray(q, np.float64) * (np.r_[-1.0, -1.0, 1.0, 1.0] if self.flip_z else 1.0)
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """One MMD bone per joint node and per node drawing an unskinned mesh. B bones.
+
+    bone_node (B,) int32: scene node of each bone, parents first. node_bone (N,) int32: bone of
+    each node or -1. bone_parent (B,) int32: nearest bone ancestor or -1. bone_bind (B, 4, 4)
+    float64, scene space: bind world B_i. bone_rotation (B, 3, 3) float64: R_i, its rotation;
+    bone_position (B, 3) float64: p_i, its translation (scene units). bone_name: unique names.
+    """
+
+    bone_node: np.ndarray
+    node_bone: np.ndarray
+    bone_parent: np.ndarray
+    bone_bind: np.ndarray
+    bone_rotation: np.ndarray
+    bone_position: np.ndarray
+    bone_name: tuple[str, ...]
+
+
+def polar_rotations(m: np.ndarray) -> np.ndarray:
+    """(…, 3, 3) linear maps → (…, 3, 3) float64 nearest rotations (polar factor, det +1)."""
+    u, _, vt = np.linalg.svd(np.asarray(m, np.float64))
+    d = np.sign(np.linalg.det(u @ vt))
+    u[..., :, 2] *= np.where(d == 0, 1.0, d)[..., None]
+    return u @ vt
+
+
+def quaternions_from_rotations(r: np.ndarray) -> np.ndarray:
+    """(…, 3, 3) rotations → (…, 4) float64 unit quaternions x y z w (w ≥ 0), vectorised Shepperd."""
+    r = np.asarray(r, np.float64)
+    m00, m11, m22 = r[..., 0, 0], r[..., 1, 1], r[..., 2, 2]
+    cand = np.stack([
+        np.stack([1 + m00 - m11 - m22, r[..., 0, 1] + r[..., 1, 0], r[..., 0, 2] + r[..., 2, 0],
+                  r[..., 2, 1] - r[..., 1, 2]], -1),
+        np.stack([r[..., 0, 1] + r[..., 1, 0], 1 - m00 + m11 - m22, r[..., 1, 2] + r[..., 2, 1],
+                  r[..., 0, 2] - r[..., 2, 0]], -1),
+        np.stack([r[..., 0, 2] + r[..., 2, 0], r[..., 1, 2] + r[..., 2, 1], 1 - m00 - m11 + m22,
+                  r[..., 1, 0] - r[..., 0, 1]], -1),
+        np.stack([r[..., 2, 1] - r[..., 1, 2], r[..., 0, 2] - r[..., 2, 0], r[..., 1, 0] - r[..., 0, 1],
+                  1 + m00 + m11 + m22], -1)], -2)  # (…, 4 candidates, 4)
+    best = np.argmax(np.stack([m00 - m11 - m22, m11 - m00 - m22, m22 - m00 - m11, m00 + m11 + m22], -1), -1)
+    q = np.take_along_axis(cand, best[..., None, None], -2)[..., 0, :]
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    return np.where(q[..., 3:] < 0, -q, q)
+
+
+def scene_nodes(scene) -> np.ndarray:
+    """(N,) bool: nodes of the default scene (every node when the file names no scene)."""
+    n = scene.num_nodes
+    if scene.scene < 0:
+        return np.ones(n, bool)
+    inside = np.zeros(n, bool)
+    inside[scene.scene_root[scene.scene]] = True
+    for i in scene.node_order:
+        if scene.node_parent[i] >= 0:
+            inside[i] = inside[scene.node_parent[i]]
+    return inside
+
+
+def _unique_names(names) -> tuple[str, ...]:
+    """Names made unique by ' (2)', ' (3)' … suffixes, in order."""
+    seen: set[str] = set()
+    out = []
+    for n in names:
+        name, k = n, 2
+        while name in seen:
+            name, k = f"{n} ({k})", k + 1
+        seen.add(name)
+        out.append(name)
+    return tuple(out)
+
+
+def _joint_binds(scene, inside: np.ndarray, warnings: list[str]) -> dict[int, np.ndarray]:
+    """{joint node: bind world C·IBM⁻¹ (4, 4) float64} from the first skinned mesh node using it."""
+    binds: dict[int, np.ndarray] = {}
+    for node in np.flatnonzero(inside & (scene.node_mesh >= 0) & (scene.node_skin >= 0)):
+        skin = scene.skins[scene.node_skin[node]]
+        world = scene.node_world[node].astype(np.float64) @ np.linalg.inv(skin.joint_inverse_bind.astype(np.float64))
+        for j, jn in enumerate(skin.joint_node.tolist()):
+            binds.setdefault(jn, world[j])
+    return binds
+
+
+def build_skeleton(scene, warnings: list[str]) -> Skeleton:
+    """The bones of ``scene``: joints and unskinned mesh nodes, with their bind worlds (see module)."""
+    inside = scene_nodes(scene)
+    binds = _joint_binds(scene, inside, warnings)
+    is_bone = inside & (scene.node_mesh >= 0) & (scene.node_skin < 0)
+    is_bone[list(binds)] = True
+    bone_node = np.array([i for i in scene.node_order if is_bone[i]], np.int32)
+    node_bone = np.full(scene.num_nodes, -1, np.int32)
+    node_bone[bone_node] = np.arange(len(bone_node), dtype=np.int32)
+    parent = np.full(len(bone_node), -1, np.int32)
+    bind = np.zeros((len(bone_node), 4, 4))
+    rest = scene.node_world.astype(np.float64)
+    for b, node in enumerate(bone_node.tolist()):
+        a = scene.node_parent[node]
+        while a >= 0 and node_bone[a] < 0:
+            a = scene.node_parent[a]
+        parent[b] = node_bone[a] if a >= 0 else -1
+        if node in binds:
+            bind[b] = binds[node]
+        elif parent[b] >= 0:  # placed on its bone ancestor's bind as it sits at rest
+            bind[b] = bind[parent[b]] @ np.linalg.solve(rest[a], rest[node])
+        else:
+            bind[b] = rest[node]
+    names = _unique_names(scene.node_name[i] or f"node{i}" for i in bone_node.tolist())
+    return Skeleton(bone_node=bone_node, node_bone=node_bone, bone_parent=parent, bone_bind=bind,
+                    bone_rotation=polar_rotations(bind[:, :3, :3]), bone_position=bind[:, :3, 3].copy(),
+                    bone_name=names)
+
+
+def _add_bones(mb: ModelBuilder, sk: Skeleton, space: Space) -> None:
+    """One rotatable, translatable MMD bone per skeleton bone, tail at its first child bone."""
+    pos = space.points(sk.bone_position)
+    first_child = np.full(len(sk.bone_node), -1, np.int32)
+    for b in range(len(sk.bone_node) - 1, -1, -1):
+        if sk.bone_parent[b] >= 0:
+            first_child[sk.bone_parent[b]] = b
+    for b, name in enumerate(sk.bone_name):
+        mb.add_bone(name, pos[b], int(sk.bone_parent[b]), tail_bone=int(first_child[b]), translatable=True)
+
+
+def import_scene(scene, *, unit_scale: float = MMD_UNITS_PER_METRE, flip_z: bool = True,
+                 name: str = "") -> tuple[Model, "Clips"]:
+    """``scene`` (GltfAsset-like) → (Model in MMD space, ``Clips``: {clip name: Motion}, baked on
+    first access). ``unit_scale``: MMD units per scene unit; ``flip_z``: the scene is right-handed."""
+    from mmdkit.importers.clips import Clips
+    from mmdkit.importers.mesh import add_materials, add_meshes
+
+    space = Space(float(unit_scale), bool(flip_z))
+    warnings = list(getattr(scene, "warnings", ()))
+    sk = build_skeleton(scene, warnings)
+    mb = ModelBuilder(name or (scene.path.rsplit("/", 1)[-1].rsplit(".", 1)[0] if scene.path else ""))
+    _add_bones(mb, sk, space)
+    textures = add_materials(mb, scene)
+    add_meshes(mb, scene, sk, space, warnings)
+    f = mb.fields()
+    f.update(source_format="gltf", source_path=scene.path, warnings=tuple(warnings),
+             source_extras={"embedded_textures": textures})
+    model = build_model(f)
+    clips = _CLIPS[model] = Clips(scene, sk, space, model.morph_name)
+    return model, clips
+
+
+def clips_of(model: Model):
+    """The ``Clips`` of a model ``import_scene`` made (read again from ``model.source_path`` when
+    that model is gone from the cache, e.g. after ``Model.replace``); empty for other models."""
+    from mmdkit.importers.clips import Clips
+
+    clips = _CLIPS.get(model)
+    if clips is None and model.source_format == "gltf" and model.source_path:
+        from mmdkit.importers.gltf import load_gltf_scene
+
+        clips = load_gltf_scene(model.source_path)[1]
+    return clips if clips is not None else Clips.empty()
