@@ -3,8 +3,8 @@
 In: solver index k, the rig's IK tables (target, loop count, unit angle, links nearest the
 target first with their limit modes and Euler limits, the path of bones from the top link down
 to the target, the bones below the chain), the IK bone b, and the pose state's per-bone arrays.
-Out (in place): ik_q and local_q of the links, world_p/world_q of the path and of every bone
-below the chain. What each step does and why: docs/pose.md, "IK".
+Out (in place): ik_q and local_q of the links, world_p/world_q of the path, then local and world
+of every bone below the chain (appends included). What each step does and why: docs/pose.md, "IK".
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from mmdkit.mathutil import put4, qmul_scalar, qrot_scalar
 from mmdkit.pose.fk import update_local, update_world
 
 _NB = dict(cache=True, nogil=True, error_model="numpy")
-_FREE, _LIMITED, _AXIS_X, _AXIS_Z, _FIXED = 0, 1, 2, 4, 5  # ik_link_mode values (3 = Y-only)
+# ik_link_mode values (rig.ik_link_modes): 0 free, 1 Euler limits, 2/3/4 hinge on X/Y/Z, 5 fixed
+_FREE, _AXIS_X, _AXIS_Z, _FIXED = 0, 2, 4, 5
 _REACHED = 1e-8  # squared distance: target on the IK bone, stop
 _TINY_AXIS = 1e-8  # squared length of the rotation axis below which a link is left alone
 _EULER_MAX = 88.0 * math.pi / 180.0  # the middle Euler angle is kept off the ±90° singularity
@@ -134,8 +135,8 @@ def _step_link(li, j, unit, use_axis, gx, gy, gz, target, parent, ik_link_bone, 
     if use_axis and _AXIS_X <= mode <= _AXIS_Z:
         # hinge: the link's one axis, pointing the way the world axis turns (parent frame)
         a = mode - _AXIS_X
-        e = qrot_scalar(px, py, pz, pw, 1.0 if a == 0 else 0.0, 1.0 if a == 1 else 0.0, 1.0 if a == 2 else 0.0)
-        sign = 1.0 if cx * e[0] + cy * e[1] + cz * e[2] >= 0.0 else -1.0
+        pa = qrot_scalar(px, py, pz, pw, 1.0 if a == 0 else 0.0, 1.0 if a == 1 else 0.0, 1.0 if a == 2 else 0.0)
+        sign = 1.0 if cx * pa[0] + cy * pa[1] + cz * pa[2] >= 0.0 else -1.0
         ax, ay, az = (sign if a == 0 else 0.0), (sign if a == 1 else 0.0), (sign if a == 2 else 0.0)
     else:
         v = qrot_scalar(-px, -py, -pz, pw, cx, cy, cz)  # world axis → parent frame
