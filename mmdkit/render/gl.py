@@ -66,7 +66,7 @@ class Renderer:
         self.palette = palette
         self.materials = material_table(model)
         folder = model_dir if model_dir is not None else model_folder(model)
-        self.textures = MaterialTextures(ctx, self.materials, folder)
+        self.textures = MaterialTextures(ctx, self.materials, folder, model.source_extras.get("embedded_textures"))
         self.warnings = self.textures.warnings
         self.shadow = ShadowMap(ctx, model, int(shadow_map_size)) if self_shadow else None
 

@@ -99,7 +99,8 @@ class _Shots:
             kw = dict(view=mmd_view(cam["position"][i], cam["rotation"][i], cam["distance"][i]),
                       proj=perspective(float(cam["fov"][i]), self.aspect), eye_distance=abs(float(cam["distance"][i])))
         else:
-            kw = dict(view=self.auto, proj=perspective(30.0, self.aspect), eye_distance=self.auto_dist)
+            kw = dict(view=self.auto, proj=perspective(30.0, self.aspect, far=max(2000.0, 3 * self.auto_dist)),
+                      eye_distance=self.auto_dist)  # far enough for large imported models (Fox.glb: 1900 units)
         if self.light is not None:
             kw.update(light_dir=self.light["direction"][i], light_color=self.light["color"][i])
         kw["self_shadow"] = None if self.shadow is None else bool(self.shadow["mode"][i] != 0)  # VMD keys
@@ -183,7 +184,8 @@ def render_still(model, bone_skin=None, size=(640, 480), msaa=4, *, vertex_offse
         bone_skin = np.broadcast_to(np.eye(4, dtype=np.float32), (model.num_bones, 4, 4))
     lo, hi = model.vertex_position.min(0), model.vertex_position.max(0)
     view, dist = auto_view(lo, hi, 30.0, size[0] / size[1], yaw_deg)
-    img = ren.render(bone_skin, view, perspective(30.0, size[0] / size[1]), vertex_offset=vertex_offset,
+    img = ren.render(bone_skin, view, perspective(30.0, size[0] / size[1], far=max(2000.0, 3 * dist)),
+                     vertex_offset=vertex_offset,
                      eye_distance=dist)
     if ctx is None:
         ren.release()

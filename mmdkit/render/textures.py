@@ -1,6 +1,7 @@
 """Textures for the renderer: safe, case-insensitive lookup inside the model's folder.
 
-In: the model folder and its stored texture paths ('\\' separators, any case).
+In: the model folder and its stored texture paths ('\\' separators, any case), and the images an
+imported model carries itself (``source_extras['embedded_textures']``: name → encoded bytes).
 Out: moderngl textures (RGBA8, mipmapped), or None with a warning when missing/unreadable.
 Paths that would leave the model's folder (absolute, '..') are refused.
 Also builds MMD's shared toon ramps (toon01–10) in code.
@@ -8,6 +9,7 @@ Also builds MMD's shared toon ramps (toon01–10) in code.
 
 from __future__ import annotations
 
+import io
 import os
 
 import numpy as np
@@ -64,9 +66,10 @@ def toon_ramp(i: int) -> bytes:
 class TextureCache:
     """Loads each stored texture once per context; remembers what was missing or unreadable."""
 
-    def __init__(self, ctx, folder: str | None):
+    def __init__(self, ctx, folder: str | None, embedded: dict[str, bytes] | None = None):
         self.ctx = ctx
         self.folder = folder
+        self.embedded = embedded or {}  # images the model file holds (glTF), by stored name
         self._cache: dict[tuple[str, bool], object] = {}
         self.missing: list[str] = []  # stored names not found (or no folder to look in)
         self.problems: list[str] = []  # one line per refused or unreadable image
@@ -80,7 +83,8 @@ class TextureCache:
             return self._cache[key]
         tex = None
         try:
-            path = resolve_texture(self.folder, name) if self.folder else None
+            path = io.BytesIO(self.embedded[name]) if name in self.embedded else (
+                resolve_texture(self.folder, name) if self.folder else None)
             if path is None:
                 if not missing_ok and name not in self.missing:
                     self.missing.append(name)
@@ -93,7 +97,7 @@ class TextureCache:
         self._cache[key] = tex
         return tex
 
-    def _load(self, path: str, clamp: bool):
+    def _load(self, path, clamp: bool):
         from PIL import Image
 
         with Image.open(path) as im:
@@ -122,8 +126,8 @@ class MaterialTextures:
     ``warnings`` lists images that were missing or unreadable.
     """
 
-    def __init__(self, ctx, table, folder: str | None):
-        self.cache = TextureCache(ctx, folder)
+    def __init__(self, ctx, table, folder: str | None, embedded: dict[str, bytes] | None = None):
+        self.cache = TextureCache(ctx, folder, embedded)
         builtin = [ctx.texture((1, 64), 4, toon_ramp(i)) for i in range(11)]
         for t in builtin:  # clamped like MMD's toon sampler: the lit end must not wrap to the dark one
             t.repeat_x = t.repeat_y = False
