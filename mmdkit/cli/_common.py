@@ -101,6 +101,32 @@ def load_as(path: str, cls, what: str, arg: str = "MODEL"):
     return obj
 
 
+CLIP_HELP = ("A clip the MODEL file carries (glTF animations), by NAME or INDEX, used when MOTION is left out "
+             "[default: the first]; frame f is time f/30 s of the clip.")
+
+
+def load_model_motion(model_path: str, motion_path: str | None, clip: str | None):
+    """(model, motion or pose, label naming the motion's source): MOTION loaded when given, else the
+    ``clip`` (name or index, default the first) of an imported MODEL (OptionError when it has none)."""
+    from mmdkit import Model, Motion, Pose
+
+    model = load_as(model_path, Model, "model (.pmx/.pmd/.glb/.gltf)")
+    if motion_path:
+        if clip is not None:
+            raise OptionError("--clip", f"picks a clip of MODEL when MOTION is left out; got both {motion_path} "
+                                        f"and --clip {clip}")
+        return model, load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)", arg="MOTION"), motion_path
+    from mmdkit.importers import clips_of
+
+    clips = clips_of(model)
+    if not clips:
+        raise OptionError("MOTION", f"{model_path} carries no clips; give a motion (.vmd) or pose (.vpd)")
+    name, motion = clips.get_clip(0 if clip is None else clip, "--clip")
+    for w in motion.warnings[:SHOWN_WARNINGS]:
+        warn(f"{model_path}: {w}")
+    return model, motion, f"{model_path} clip {name!r}"
+
+
 def warn(message: str) -> None:
     """One warning line on stderr, the one format every subcommand uses."""
     print(f"mmdkit: warning: {message}", file=sys.stderr, flush=True)

@@ -13,8 +13,9 @@ import os
 import click
 import numpy as np
 
-from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options, compile_note,
-                                load_as, parse_frames, report_binding, save_npz_atomic, show_progress)
+from mmdkit.cli._common import (CLIP_HELP, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options,
+                                compile_note, load_model_motion, parse_frames, report_binding, save_npz_atomic,
+                                show_progress)
 from mmdkit.cli._output import check_output, writing
 from mmdkit.errors import OptionError
 
@@ -32,7 +33,8 @@ def _check_memory(spec: str, num_frames: int, model, vertices: bool) -> None:
 
 @click.command("pose")
 @click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
-@click.argument("motion_path", metavar="MOTION", type=click.Path(exists=True, dir_okay=False))
+@click.argument("motion_path", metavar="[MOTION]", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--clip", default=None, metavar="NAME|INDEX", help=CLIP_HELP)
 @click.option("--frames", default="0:", show_default=True, help=FRAMES_HELP)
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output .npz file.")
 @click.option("--physics/--no-physics", default=True, show_default=True, help=PHYSICS_HELP)
@@ -42,26 +44,26 @@ def _check_memory(spec: str, num_frames: int, model, vertices: bool) -> None:
                    "--vertices); --no-compress writes faster.")
 @click.option("--vpd", "vpd_specs", multiple=True, metavar="FILE.vpd@FRAME[:WEIGHT]", help=VPD_OPTION_HELP)
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
-def command(model_path, motion_path, frames, output, physics, vertices, compress, vpd_specs, quiet):
-    """Pose MODEL with MOTION at each frame and write arrays to an .npz.
+def command(model_path, motion_path, clip, frames, output, physics, vertices, compress, vpd_specs, quiet):
+    """Pose MODEL with MOTION (or a clip of its own) at each frame and write arrays to an .npz.
 
     \b
     Example:
       mmdkit pose Gene.pmx wavefile_v2.vmd --frames 0:300 -o pose.npz
       mmdkit pose Gene.pmx wavefile_v2.vmd --vpd hands.vpd@120:0.5 -o pose.npz
+      mmdkit pose Fox.glb --clip Run -o fox.npz
       python -c "import numpy as np; d=np.load('pose.npz'); print(d['bone_world'].shape)"
     """
-    from mmdkit import Model, Motion, Pose
+    from mmdkit import Motion
     from mmdkit.physics import physics_for
     from mmdkit.runtime import pose
 
     check_output(output, (model_path, motion_path, *(spec.rpartition("@")[0] for spec in vpd_specs)))
     with compile_note(quiet):
-        model = load_as(model_path, Model, "model (.pmx/.pmd)")
-        motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)", arg="MOTION")
+        model, motion, motion_label = load_model_motion(model_path, motion_path, clip)
         frame_list = parse_frames(frames, motion.last_frame if isinstance(motion, Motion) else 0)
         _check_memory(frames, len(frame_list), model, vertices)
-        report_binding(model, motion, motion_path, quiet=quiet)
+        report_binding(model, motion, motion_label, quiet=quiet)
         motion = apply_vpd_options(model, motion, vpd_specs)
         out = pose(model, motion, frame_list, physics=physics_for(model, physics), vertices=vertices,
                    progress=show_progress(quiet) and len(frame_list) > 200)

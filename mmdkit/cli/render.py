@@ -10,8 +10,9 @@ import math
 
 import click
 
-from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options, compile_note,
-                                load_as, parse_frames, report_binding, show_progress, warn)
+from mmdkit.cli._common import (CLIP_HELP, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options,
+                                compile_note, load_as, load_model_motion, parse_frames, report_binding, show_progress,
+                                warn)
 from mmdkit.cli._output import check_output, writing
 from mmdkit.errors import OptionError
 from mmdkit.render.video import SUPPORTED
@@ -48,22 +49,21 @@ def _check_options(demo, model_path, fps, crowd, palette_size) -> None:
                                        f"through the bone texture), got {palette_size}")
 
 
-def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames, fps, quiet):
+def _load(demo, model_path, motion_path, clip, camera_path, vpd_specs, frames, fps, quiet):
     """(model, motion, camera or None, frames (F,)) from the arguments as typed (or the demo's);
     frames are 30/fps motion frames apart unless --frames gives a STEP, so a video plays in real
     time. Says how the motion bound and warns when --camera holds no camera keys."""
-    from mmdkit import Model, Motion, Pose
+    from mmdkit import Motion, Pose
     from mmdkit.runtime import FPS
 
     if demo:
         from mmdkit.demo import demo_model, demo_motion
 
-        model, motion = demo_model(), demo_motion()
-    elif not model_path or not motion_path:
-        raise OptionError("MODEL MOTION", "give both, or --demo")
+        model, motion, motion_label = demo_model(), demo_motion(), ""
+    elif not model_path:
+        raise OptionError("MODEL MOTION", "give both (MOTION may be left out when MODEL carries clips), or --demo")
     else:
-        model = load_as(model_path, Model, "model (.pmx/.pmd)")
-        motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)", arg="MOTION")
+        model, motion, motion_label = load_model_motion(model_path, motion_path, clip)
     if isinstance(motion, Pose):  # a pose: one key at frame 0, one picture unless --frames says otherwise
         from mmdkit.animation.vpd import motion_from_pose
 
@@ -74,7 +74,7 @@ def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames, fps, qu
     last = max(motion.last_frame, camera.last_frame if camera is not None else 0)
     frame_list = parse_frames(frames or "0:", max(last, 1), default_step=FPS / fps)
     if not demo:
-        report_binding(model, motion, motion_path, quiet=quiet)
+        report_binding(model, motion, motion_label, quiet=quiet)
     if camera is not None and not camera.has_camera:
         warn(f"--camera {camera_path} has no camera keys; the automatic camera frames the character")
     return model, motion, camera, frame_list
@@ -83,6 +83,7 @@ def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames, fps, qu
 @click.command("render")
 @click.argument("model_path", metavar="MODEL", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.argument("motion_path", metavar="MOTION", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--clip", default=None, metavar="NAME|INDEX", help=CLIP_HELP)
 @click.option("--demo", is_flag=True, help="Render the built-in demo character and dance (nothing downloaded).")
 @click.option("--camera", "camera_path", type=click.Path(exists=True, dir_okay=False),
               help="A camera motion (.vmd); default: an automatic camera framing the character.")
@@ -110,7 +111,7 @@ def _load(demo, model_path, motion_path, camera_path, vpd_specs, frames, fps, qu
               help="A sound file put into the video from the first rendered frame's time on.")
 @click.option("-o", "--output", required=True, help=f"Where to write: {SUPPORTED}.")
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
-def command(model_path, motion_path, demo, camera_path, physics, frames, size, fps, msaa, crowd, palette_size,
+def command(model_path, motion_path, clip, demo, camera_path, physics, frames, size, fps, msaa, crowd, palette_size,
             ground_shadow, self_shadow, vpd_specs, audio, output, quiet):
     """Render MODEL dancing to MOTION (a .vmd, or a .vpd pose), headless (OpenGL through EGL; GPU or CPU).
 
@@ -119,6 +120,7 @@ def command(model_path, motion_path, demo, camera_path, physics, frames, size, f
       mmdkit render --demo -o demo.mp4
       mmdkit render Gene.pmx wavefile_v2.vmd --frames 0:300 -o gene.mp4
       mmdkit render Gene.pmx wavefile_v2.vmd --camera cam.vmd --size 1920x1080 -o out/
+      mmdkit render Fox.glb --clip Run -o fox.mp4
     """
     from mmdkit.render.pipeline import render_motion
 
@@ -127,8 +129,8 @@ def command(model_path, motion_path, demo, camera_path, physics, frames, size, f
     inputs = (model_path, motion_path, camera_path, audio, *(spec.rpartition("@")[0] for spec in vpd_specs))
     check_output(output, inputs, folder_ok=True, make_parents=True)
     with compile_note(quiet):
-        model, motion, camera, frame_list = _load(demo, model_path, motion_path, camera_path, vpd_specs, frames,
-                                                  fps, quiet)
+        model, motion, camera, frame_list = _load(demo, model_path, motion_path, clip, camera_path, vpd_specs,
+                                                  frames, fps, quiet)
         with writing(output):
             stats = render_motion(model, motion, output, frames=frame_list, camera=camera, size=width_height,
                                   fps=fps, msaa=msaa, physics=physics, crowd=crowd, audio=audio,

@@ -134,8 +134,9 @@ class Clips(Mapping):
                                             self._morph_names, name)
         return self._cache[name]
 
-    def resolve(self, which) -> str:
-        """The clip name for a name, an index or an index typed as text."""
+    def resolve(self, which, option: str = "clip") -> str:
+        """The clip name for a name, an index or an index typed as text (else an OptionError
+        naming ``option``)."""
         if which in self.names:
             return which
         text = str(which).strip()
@@ -143,8 +144,9 @@ class Clips(Mapping):
             return self.names[int(text)]
         known = ", ".join(repr(n) for n in self.names) or "none"
         where = (self._scene.path if self._scene is not None else "") or "the model"
-        raise OptionError("clip", f"{which!r} is not a clip of {where} (clips: {known})")
+        raise OptionError(option, f"{which!r} is not a clip of {where} (clips: {known})")
 
-    def get_clip(self, which) -> tuple[str, Motion]:
-        name = self.resolve(which)
+    def get_clip(self, which, option: str = "clip") -> tuple[str, Motion]:
+        """(name, Motion) of a clip by name or index (see ``resolve``)."""
+        name = self.resolve(which, option)
         return name, self[name]
