@@ -1,1 +1,64 @@
-"""mmdkit.export"""
+"""Export a posed motion: bake it through the full MMD pipeline, then write it by extension.
+
+In: ``Model``, ``Motion`` (or VPD ``Pose`` / None), an output path ending in .npz, .bvh, .vmd,
+.glb or .gltf, options. Out: the file (written atomically, never over an input) and a summary
+dict. ``bake`` (``mmdkit.export.bake``) gives the ``BakedMotion`` every writer reads; each writer
+module exposes ``OPTIONS`` (the keyword options it takes) and ``write(baked, path, **options)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+from mmdkit.errors import OptionError
+from mmdkit.export.bake import BakedMotion, bake, output_frames
+
+WRITERS = {".npz": "mmdkit.export.npz", ".bvh": "mmdkit.export.bvh", ".vmd": "mmdkit.export.vmd",
+           ".glb": "mmdkit.export.gltf", ".gltf": "mmdkit.export.gltf"}
+"""Output extension → writer module (imported on first use)."""
+
+__all__ = ["export", "bake", "BakedMotion", "output_frames", "WRITERS", "writer_for"]
+
+
+def writer_for(path):
+    """The writer module for ``path``'s extension, or OptionError('path') naming the known ones."""
+    ext = os.path.splitext(os.fspath(path))[1].lower()
+    if ext not in WRITERS:
+        raise OptionError("path", f"{os.fspath(path)}: cannot export to '{ext or '(no extension)'}'; "
+                                  f"use one of {', '.join(WRITERS)}")
+    return importlib.import_module(WRITERS[ext])
+
+
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.samefile(os.path.abspath(a), os.path.abspath(b))
+    except OSError:
+        return False
+
+
+def check_not_input(path, *objects) -> None:
+    """OptionError('path') when ``path`` is the file one of ``objects`` (Model/Motion/paths) came from."""
+    for obj in objects:
+        src = obj if isinstance(obj, (str, os.PathLike)) else getattr(obj, "source_path", "")
+        if src and _same_file(path, src):
+            raise OptionError("path", f"{os.fspath(path)} is the input file {os.fspath(src)}; choose another output")
+
+
+def export(model, motion, path, *, frames=None, fps: float = 30.0, physics=True, camera=None, joints=None,
+           scale=None, warn=print, progress: bool = False, **options) -> dict:
+    """Bake ``motion`` on ``model`` at ``frames`` (motion frames; None: the whole motion at ``fps``)
+    and write ``path`` in the format its extension names. ``physics``: True/False or a world;
+    ``camera``: a camera Motion (glTF); ``joints``: None/'all' or 'humanoid' (npz, bvh); ``scale``:
+    units per MMD unit (default per format); other ``options`` go to the writer (npz: vertices;
+    vmd, gltf: reduce). Returns the writer's summary dict (path, frames, sizes)."""
+    writer = writer_for(path)
+    given = dict(options, camera=camera, joints=joints, scale=scale)
+    unknown = sorted(k for k, v in given.items() if v not in (None, False) and k not in writer.OPTIONS)
+    if unknown:
+        ext = os.path.splitext(os.fspath(path))[1]
+        raise OptionError(unknown[0], f"does not apply to {ext} output (it takes {', '.join(writer.OPTIONS) or 'none'})")
+    check_not_input(path, model, motion, camera)
+    baked = bake(model, motion, frames, fps=fps, physics=physics, progress=progress)
+    kw = {k: v for k, v in given.items() if k in writer.OPTIONS}
+    return writer.write(baked, path, motion=motion, warn=warn, **kw)

@@ -1,0 +1,193 @@
+"""Bake a motion through the full MMD pipeline into per-frame arrays every exporter reads.
+
+In: ``Model``, ``Motion`` (VMD; a VPD ``Pose`` or None = one still pose), output frames (motion
+frames, fractional allowed) or an output ``fps``, physics on/off (or a world). Out: ``BakedMotion``
+— bone world matrices and rotations, MMD-local bone translations/rotations (what a VMD key holds,
+IK/append/physics included), morph weights. Physics starts with the runtime's settle on the first
+frame (``MMDPhysics.reset``: bodies placed on the pose, then held-still warm-up steps).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from mmdkit.animation.motion import Motion
+from mmdkit.errors import OptionError
+from mmdkit.mathutil import qmul_scalar, qrot_scalar
+
+MOTION_FPS = 30.0
+"""Frames per second of motion (VMD) frames."""
+MAX_PHYSICS_STEP = 1.0
+"""With physics, output frames further apart than this many motion frames get in-between frames
+simulated (not recorded) so the world steps at ≥ 30 Hz instead of resetting on every jump."""
+
+
+@dataclass(frozen=True, eq=False)
+class BakedMotion:
+    """One run of the MMD pipeline, sampled at ``frames`` (F frames, B bones, N morphs, K IK).
+
+    frames (F,) float64: motion frames (30 per second) of the samples; fps: output frames/second
+    bone_world (F,B,4,4) float32 model space (MMD left-handed units), after physics
+    bone_world_position (F,B,3) float64, bone_world_rotation (F,B,4) float64 (x,y,z,w) model space
+    bone_local_translation (F,B,3) float64: parent-local translation minus the rest offset
+    bone_local_rotation (F,B,4) float64: parent_world⁻¹ · world rotation (x,y,z,w) — together what
+        a VMD key would hold for the bone to land where the pipeline put it (roots: model space)
+    morph_weight (F,N) float32 after group/flip expansion
+    bone_driven (B,) bool: bones whose world came from a physics body on some frame
+    physics: bool, whether a physics world ran
+    """
+
+    model: object
+    frames: np.ndarray
+    fps: float
+    bone_world: np.ndarray
+    bone_world_position: np.ndarray
+    bone_world_rotation: np.ndarray
+    bone_local_translation: np.ndarray
+    bone_local_rotation: np.ndarray
+    morph_weight: np.ndarray
+    bone_driven: np.ndarray
+    physics: bool
+
+    @property
+    def num_frames(self) -> int:
+        return len(self.frames)
+
+
+def output_frames(motion, fps: float = MOTION_FPS, start: float = 0.0, end: float | None = None) -> np.ndarray:
+    """(F,) float64 motion frames of output frames i = 0.. at ``fps``: start + i·30/fps up to ``end``
+    (default: the motion's last key frame; 0 for a pose or no motion), inclusive."""
+    fps = check_fps(fps)
+    if end is None:
+        end = float(motion.last_frame) if isinstance(motion, Motion) else 0.0
+    if end < start:
+        raise OptionError("frames", f"the end {end:g} is before the start {start:g}")
+    step = MOTION_FPS / fps
+    count = math.floor((end - start) / step + 1e-9) + 1
+    return start + np.arange(count) * step
+
+
+def check_fps(fps) -> float:
+    """``fps`` as a float, or OptionError('fps') unless finite and > 0."""
+    try:
+        fps = float(fps)
+    except (TypeError, ValueError):
+        raise OptionError("fps", f"{fps!r} is not a number") from None
+    if not (math.isfinite(fps) and fps > 0):
+        raise OptionError("fps", f"must be a finite number > 0, not {fps:g}")
+    return fps
+
+
+def _checked_frames(frames) -> np.ndarray:
+    f = np.asarray(frames, np.float64).reshape(-1)
+    if len(f) == 0:
+        raise OptionError("frames", "selects no frames")
+    if not np.isfinite(f).all() or (f < 0).any():
+        raise OptionError("frames", "frames must be finite and >= 0")
+    return f
+
+
+def _simulated_frames(frames: np.ndarray, physics_on: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(frames to pose in order, (F,) indices of the recorded ones): with physics, frames more
+    than MAX_PHYSICS_STEP apart get evenly spaced in-between frames."""
+    if not physics_on or len(frames) < 2:
+        return frames, np.arange(len(frames))
+    gaps = np.diff(frames)
+    sub = np.where((gaps > MAX_PHYSICS_STEP), np.ceil(gaps / MAX_PHYSICS_STEP), 1).astype(np.int64)
+    sub[gaps <= 0] = 1
+    out = [frames[:1]]
+    for i, n in enumerate(sub):
+        out.append(frames[i] + gaps[i] * np.arange(1, n + 1) / n)
+    posed = np.concatenate(out)
+    posed[np.concatenate(([0], np.cumsum(sub)))] = frames  # exact values at the recorded ones
+    return posed, np.concatenate(([0], np.cumsum(sub)))
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def local_from_world(parent, position, world_p, world_q, local_t_out, local_q_out):
+    """MMD-local transforms from world ones: local_q = q_parent⁻¹ ⊗ q, local_t = R_parent⁻¹ ·
+    (p − p_parent) − (rest − rest_parent) (roots: q and p − rest). parent (B,) int32, position
+    (B,3) float64 rest; world_p (F,B,3), world_q (F,B,4) float64 model space → local_t_out (F,B,3),
+    local_q_out (F,B,4) float64."""
+    for f in prange(world_p.shape[0]):
+        for b in range(world_p.shape[1]):
+            p = parent[b]
+            s = p if p >= 0 else b
+            px, py, pz, pw = -world_q[f, s, 0], -world_q[f, s, 1], -world_q[f, s, 2], world_q[f, s, 3]
+            dx = world_p[f, b, 0] - world_p[f, s, 0]
+            dy = world_p[f, b, 1] - world_p[f, s, 1]
+            dz = world_p[f, b, 2] - world_p[f, s, 2]
+            rx = position[b, 0] - position[s, 0]
+            ry = position[b, 1] - position[s, 1]
+            rz = position[b, 2] - position[s, 2]
+            qx, qy, qz, qw = world_q[f, b, 0], world_q[f, b, 1], world_q[f, b, 2], world_q[f, b, 3]
+            if p < 0:
+                px, py, pz, pw = 0.0, 0.0, 0.0, 1.0
+                dx, dy, dz = world_p[f, b, 0], world_p[f, b, 1], world_p[f, b, 2]
+                rx, ry, rz = position[b, 0], position[b, 1], position[b, 2]
+            v = qrot_scalar(px, py, pz, pw, dx, dy, dz)
+            q = qmul_scalar(px, py, pz, pw, qx, qy, qz, qw)
+            if q[3] < 0.0:  # one hemisphere: neighbouring frames interpolate the short way
+                q = (-q[0], -q[1], -q[2], -q[3])
+            local_t_out[f, b, 0] = v[0] - rx
+            local_t_out[f, b, 1] = v[1] - ry
+            local_t_out[f, b, 2] = v[2] - rz
+            for c in range(4):
+                local_q_out[f, b, c] = q[c]
+
+
+def _physics_world(model, physics):
+    """A world from ``physics``: True/False → ``physics_for``; None → off; else the world given."""
+    if isinstance(physics, (bool, np.bool_)):
+        from mmdkit.physics import physics_for
+
+        return physics_for(model, bool(physics))
+    return physics
+
+
+def bake(model, motion=None, frames=None, *, fps: float = MOTION_FPS, physics=True,
+         progress: bool = False) -> BakedMotion:
+    """Run the pipeline over ``frames`` (motion frames in playing order; None: the whole motion at
+    ``fps``, from 0) and return a ``BakedMotion``. ``physics``: True/False, or a physics world
+    (``mmdkit.physics.physics_for``) to use; the first frame settles it (reset + warm-up)."""
+    from mmdkit.runtime import Character
+
+    fps = check_fps(fps)
+    frames = output_frames(motion, fps) if frames is None else _checked_frames(frames)
+    world = _physics_world(model, physics)
+    ch = Character(model, motion, world)
+    posed, keep = _simulated_frames(frames, ch.simulation.active)
+    F, B, N = len(frames), model.num_bones, model.num_morphs
+    bone_world = np.empty((F, B, 4, 4), np.float32)
+    world_p = np.empty((F, B, 3))
+    world_q = np.empty((F, B, 4))
+    morph_weight = np.empty((F, N), np.float32)
+    driven = np.zeros(B, bool)
+    record = np.zeros(len(posed), bool)
+    record[keep] = True
+    it = range(len(posed))
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(it, desc="baking", unit="frame")
+    i = 0
+    state = ch.state
+    for j in it:
+        ch.update(posed[j])
+        if record[j]:
+            bone_world[i] = state.bone_world
+            world_p[i] = state.bone_world_p
+            world_q[i] = state.bone_world_q
+            morph_weight[i] = state.morph_weight
+            driven[state.bone_driven] = True
+            i += 1
+    local_t = np.empty((F, B, 3))
+    local_q = np.empty((F, B, 4))
+    local_from_world(np.asarray(model.bone_parent, np.int32), ch.rig.bone_position, world_p, world_q, local_t, local_q)
+    return BakedMotion(model=model, frames=frames, fps=fps, bone_world=bone_world, bone_world_position=world_p,
+                       bone_world_rotation=world_q, bone_local_translation=local_t, bone_local_rotation=local_q,
+                       morph_weight=morph_weight, bone_driven=driven, physics=ch.simulation.active)
