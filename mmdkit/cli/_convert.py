@@ -2,7 +2,8 @@
 
 In: a loaded Model, the source and destination paths. Out: ``pmd_losses`` — one line per kind
 of data a PMD drops or simplifies (morph kinds, BDEF4/QDEF/SDEF vertices, soft bodies,
-additional UVs); ``carry_textures`` — copies the model's texture files into the destination
+additional UVs); ``import_losses`` — the same for an imported (glTF) model; ``carry_textures`` —
+copies the model's texture files (and writes the images a GLB holds) into the destination
 folder at the same relative paths, so the stored (relative) paths stay valid there. Paths are
 copied rather than rewritten: a rewritten path would leave the model's folder ('../'), which
 the renderer refuses.
@@ -60,6 +61,33 @@ def _texture_names(model) -> list[str]:
     return names
 
 
+def _write_embedded(embedded: dict[str, bytes], dst_dir: str) -> int:
+    """Write the images an imported model holds (glTF/GLB) as files under ``dst_dir`` at their
+    stored names (never over an existing file); returns how many were written."""
+    written = 0
+    for name, data in embedded.items():
+        target = os.path.join(dst_dir, *name.split("/"))
+        if os.path.exists(target):
+            continue
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as fh:
+            fh.write(data)
+        written += 1
+    return written
+
+
+def import_losses(model) -> list[str]:
+    """What a PMX/PMD made from an imported model (glTF) does not hold: reduced weights, morph
+    normals, and the clips (a model file holds no motion)."""
+    ex = model.source_extras or {}
+    lines = list(ex.get("import_losses", ()))
+    clips = ex.get("clips", ())
+    if clips:
+        lines.append(f"dropped {len(clips)} clips ({', '.join(clips[:5])}{', …' if len(clips) > 5 else ''}): a "
+                     "model file holds no motion; write one with 'mmdkit convert SRC OUT.vmd --clip NAME'")
+    return lines
+
+
 def carry_textures(model, src: str, dst: str) -> tuple[int, list[str]]:
     """Copy the texture files of ``model`` (read from ``src``) beside ``dst`` at the same relative
     paths. Returns (files copied, messages about files that could not be carried)."""
@@ -67,10 +95,12 @@ def carry_textures(model, src: str, dst: str) -> tuple[int, list[str]]:
 
     src_dir = os.path.realpath(os.path.dirname(os.path.abspath(src)))
     dst_dir = os.path.realpath(os.path.dirname(os.path.abspath(dst)))
+    embedded = (model.source_extras or {}).get("embedded_textures", {})
+    copied = _write_embedded(embedded, dst_dir)
     if src_dir == dst_dir:
-        return 0, []
-    copied, notes = 0, []
-    for stored in dict.fromkeys(_texture_names(model)):
+        return copied, []
+    notes = []
+    for stored in dict.fromkeys(n for n in _texture_names(model) if n not in embedded):
         try:
             found = resolve_texture(src_dir, stored)
         except ValueError as e:

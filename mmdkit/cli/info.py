@@ -34,6 +34,9 @@ def describe(obj) -> dict:
         d["names"] = dict(model=obj.name, model_en=obj.name_en, bones=list(obj.bone_name),
                           morphs=list(obj.morph_name), materials=list(obj.material_name),
                           textures=list(obj.texture_path))
+        if fmt == "gltf":  # an imported character: its skin joints and the clips it carries
+            d.update(version="2.0", skin_joints=ex.get("skin_joints", 0), clips=len(ex.get("clips", ())))
+            d["names"]["clips"] = list(ex.get("clips", ()))
     elif isinstance(obj, Motion):
         d = dict(format="vmd", version=ex.get("version", "0002"), encoding="cp932", bone_keys=obj.num_bone_keys,
                  morph_keys=obj.num_morph_keys, camera_keys=obj.num_camera_keys, light_keys=obj.num_light_keys,
@@ -61,7 +64,10 @@ def missing_textures(model) -> list[str]:
     if folder is None:
         return []
     missing = []
+    embedded = (model.source_extras or {}).get("embedded_textures", {})  # images the file itself holds
     for stored in model.texture_path:
+        if stored in embedded:
+            continue
         try:
             found = resolve_texture(folder, stored)
         except ValueError:  # leaves the model folder: the renderer refuses it too
