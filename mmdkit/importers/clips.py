@@ -96,6 +96,14 @@ def clip_motion(scene, sk: Skeleton, space: Space, clip, morph_names=(), name: s
         source_extras={"format": "gltf", "clip": name}))
 
 
+def clip_names(scene) -> tuple[str, ...]:
+    """One unique name per scene clip: its own, else 'clip<k>' (unnamed or repeated)."""
+    names: list[str] = []
+    for k, a in enumerate(scene.animations):
+        names.append(a.name if a.name and a.name not in names else f"clip{k}")
+    return tuple(names)
+
+
 class Clips(Mapping):
     """{clip name: Motion} of an imported scene, each baked on first access and kept.
 
@@ -106,10 +114,7 @@ class Clips(Mapping):
     def __init__(self, scene, skeleton: Skeleton, space: Space, morph_names=()):
         self._scene, self._skeleton, self._space = scene, skeleton, space
         self._morph_names = tuple(morph_names)
-        names: list[str] = []
-        for k, a in enumerate(scene.animations):
-            names.append(a.name if a.name and a.name not in names else f"clip{k}")
-        self.names = tuple(names)
+        self.names = clip_names(scene)
         self._cache: dict[str, Motion] = {}
 
     @classmethod

@@ -44,8 +44,8 @@ def texture_names(scene) -> list[str]:
 
 
 def add_materials(mb: ModelBuilder, scene) -> dict[str, bytes]:
-    """Scene materials → MMD materials (same order, then a white default for primitives without
-    one); returns {texture name: encoded image bytes} for the images materials use."""
+    """Scene materials → MMD materials (same order, then a white default when a primitive has
+    none); returns {texture name: encoded image bytes} for the images materials use."""
     names = texture_names(scene)
     used: dict[str, bytes] = {}
     for k, m in enumerate(scene.materials):
@@ -58,14 +58,19 @@ def add_materials(mb: ModelBuilder, scene) -> dict[str, bytes]:
         mb.add_material(m.name or f"material{k}", diffuse=(*rgb, alpha), ambient=rgb * 0.5, specular=(0, 0, 0),
                         double_sided=bool(m.double_sided), edge=False, texture=tex,
                         memo=f"glTF alphaMode {m.alpha_mode}")
-    mb.add_material("default", diffuse=(1, 1, 1, 1), ambient=(0.5, 0.5, 0.5), specular=(0, 0, 0), edge=False)
+    if any(p.material < 0 for mesh in scene.meshes for p in mesh.primitives):
+        mb.add_material("default", diffuse=(1, 1, 1, 1), ambient=(0.5, 0.5, 0.5), specular=(0, 0, 0), edge=False)
     return used
 
 
-def _top4(joint: np.ndarray, weight: np.ndarray, joint_bone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _top4(joint: np.ndarray, weight: np.ndarray, joint_bone: np.ndarray,
+          losses: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
     """(V, 4S) joints / weights → (V, 4) bone indices and weights: the 4 largest, renormalised;
-    a single influence is exactly (1, 0, 0, 0); empty slots index bone 0."""
+    a single influence is exactly (1, 0, 0, 0); empty slots index bone 0. Counts the vertices
+    that had more than 4 influences in ``losses['weights']``."""
     w = np.asarray(weight, np.float64)
+    if w.shape[1] > 4:
+        losses["weights"] = losses.get("weights", 0) + int(((w > 0).sum(1) > 4).sum())
     order = np.argsort(-w, axis=1, kind="stable")[:, :4]
     w4 = np.take_along_axis(w, order, 1)
     j4 = np.take_along_axis(np.asarray(joint, np.int64), order, 1)
@@ -127,9 +132,11 @@ def _primitive(mb: ModelBuilder, prim, bind: np.ndarray, bones, space: Space, de
     return first, space.points(np.asarray(prim.target_position, np.float64) @ lin.T)
 
 
-def add_meshes(mb: ModelBuilder, scene, sk: Skeleton, space: Space, warnings: list[str]) -> None:
-    """Every mesh node of the skeleton's scene → builder meshes and vertex morphs (by target name)."""
+def add_meshes(mb: ModelBuilder, scene, sk: Skeleton, space: Space, warnings: list[str]) -> list[str]:
+    """Every mesh node of the skeleton's scene → builder meshes and vertex morphs (by target name);
+    returns one line per kind of data MMD cannot hold (dropped or reduced)."""
     morphs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    losses: dict[str, int] = {}
     for node in np.flatnonzero(scene.node_mesh >= 0).tolist():
         if scene.node_skin[node] < 0 and sk.node_bone[node] < 0:
             continue  # outside the default scene
@@ -141,7 +148,7 @@ def add_meshes(mb: ModelBuilder, scene, sk: Skeleton, space: Space, warnings: li
         defaults = _default_weights(scene, node)
         for prim in mesh.primitives:
             if joint_bone is not None and prim.vertex_joint is not None:
-                bones = _top4(prim.vertex_joint, prim.vertex_weight, joint_bone)
+                bones = _top4(prim.vertex_joint, prim.vertex_weight, joint_bone, losses)
             else:
                 if joint_bone is not None:
                     warnings.append(f"a primitive of mesh {mesh.name!r} has no skin weights; it follows the "
@@ -149,8 +156,18 @@ def add_meshes(mb: ModelBuilder, scene, sk: Skeleton, space: Space, warnings: li
                 b = sk.node_bone[node] if joint_bone is None else joint_bone[0]
                 bones = (np.full(len(prim.vertex_position), b, np.int32),)
             first, offsets = _primitive(mb, prim, bind, bones, space, defaults, len(scene.materials))
+            if prim.target_normal is not None:
+                losses["normals"] = losses.get("normals", 0) + len(mesh.target_name)
             for k, tname in enumerate(mesh.target_name):
                 moved = np.flatnonzero(np.abs(offsets[k]).max(1) > 0)
                 morphs.setdefault(tname, []).append((moved + first, offsets[k][moved]))
     for tname, parts in morphs.items():
         mb.add_vertex_morph(tname, np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    lines = []
+    if losses.get("weights"):
+        lines.append(f"{losses['weights']} vertices had more than 4 bone weights; the 4 largest are kept, "
+                     "renormalised")
+    if losses.get("normals"):
+        lines.append(f"normal deltas of {losses['normals']} morph targets dropped (MMD vertex morphs move "
+                     "positions only)")
+    return lines

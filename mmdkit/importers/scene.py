@@ -182,7 +182,7 @@ def import_scene(scene, *, unit_scale: float = MMD_UNITS_PER_METRE, flip_z: bool
                  name: str = "") -> tuple[Model, "Clips"]:
     """``scene`` (GltfAsset-like) → (Model in MMD space, ``Clips``: {clip name: Motion}, baked on
     first access). ``unit_scale``: MMD units per scene unit; ``flip_z``: the scene is right-handed."""
-    from mmdkit.importers.clips import Clips
+    from mmdkit.importers.clips import Clips, clip_names
     from mmdkit.importers.mesh import add_materials, add_meshes
 
     space = Space(float(unit_scale), bool(flip_z))
@@ -191,10 +191,13 @@ def import_scene(scene, *, unit_scale: float = MMD_UNITS_PER_METRE, flip_z: bool
     mb = ModelBuilder(name or (scene.path.rsplit("/", 1)[-1].rsplit(".", 1)[0] if scene.path else ""))
     _add_bones(mb, sk, space)
     textures = add_materials(mb, scene)
-    add_meshes(mb, scene, sk, space, warnings)
+    losses = add_meshes(mb, scene, sk, space, warnings)
     f = mb.fields()
+    names = clip_names(scene)
+    joints = {int(j) for s in scene.skins for j in s.joint_node}
     f.update(source_format="gltf", source_path=scene.path, warnings=tuple(warnings),
-             source_extras={"embedded_textures": textures})
+             source_extras={"embedded_textures": textures, "clips": names,
+                            "skin_joints": sum(int(n) in joints for n in sk.bone_node), "import_losses": losses})
     model = build_model(f)
     clips = _CLIPS[model] = Clips(scene, sk, space, model.morph_name)
     return model, clips
