@@ -3,7 +3,8 @@
 In: ``Model``, ``Motion`` (or VPD ``Pose`` / None), an output path ending in .npz, .bvh, .vmd,
 .glb or .gltf, options. Out: the file (written atomically, never over an input) and a summary
 dict. ``bake`` (``mmdkit.export.bake``) gives the ``BakedMotion`` every writer reads; each writer
-module exposes ``OPTIONS`` (the keyword options it takes) and ``write(baked, path, **options)``.
+module exposes ``OPTIONS`` (the keyword options it takes) and ``write(baked, path, *, motion, warn,
+**options) -> dict``; a writer with a ``Stream`` class (npz) is fed each frame while baking.
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ def export(model, motion, path, *, frames=None, fps: float = 30.0, physics=True,
         ext = os.path.splitext(os.fspath(path))[1]
         raise OptionError(unknown[0], f"does not apply to {ext} output (it takes {', '.join(writer.OPTIONS) or 'none'})")
     check_not_input(path, model, motion, camera)
-    baked = bake(model, motion, frames, fps=fps, physics=physics, progress=progress)
     kw = {k: v for k, v in given.items() if k in writer.OPTIONS}
+    if frames is None:
+        frames = output_frames(motion, fps)
+    if hasattr(writer, "Stream"):  # npz: vertices go into the file frame by frame while baking
+        with writer.Stream(path, model, len(frames), **kw) as out:
+            baked = bake(model, motion, frames, fps=fps, physics=physics, progress=progress, on_frame=out.on_frame)
+            return out.finish(baked)
+    baked = bake(model, motion, frames, fps=fps, physics=physics, progress=progress)
     return writer.write(baked, path, motion=motion, warn=warn, **kw)

@@ -150,10 +150,12 @@ def _physics_world(model, physics):
 
 
 def bake(model, motion=None, frames=None, *, fps: float = MOTION_FPS, physics=True,
-         progress: bool = False) -> BakedMotion:
+         progress: bool = False, on_frame=None) -> BakedMotion:
     """Run the pipeline over ``frames`` (motion frames in playing order; None: the whole motion at
     ``fps``, from 0) and return a ``BakedMotion``. ``physics``: True/False, or a physics world
-    (``mmdkit.physics.physics_for``) to use; the first frame settles it (reset + warm-up)."""
+    (``mmdkit.physics.physics_for``) to use; the first frame settles it (reset + warm-up).
+    ``on_frame(i, character)`` is called after output frame i is posed (e.g. to skin and stream
+    its vertices)."""
     from mmdkit.runtime import Character
 
     fps = check_fps(fps)
@@ -184,6 +186,8 @@ def bake(model, motion=None, frames=None, *, fps: float = MOTION_FPS, physics=Tr
             world_q[i] = state.bone_world_q
             morph_weight[i] = state.morph_weight
             driven[state.bone_driven] = True
+            if on_frame is not None:
+                on_frame(i, ch)
             i += 1
     local_t = np.empty((F, B, 3))
     local_q = np.empty((F, B, 4))
