@@ -7,8 +7,8 @@
 from mmdkit.pose.stages import STAGES as _POSE_STAGES
 from mmdkit.runtime.character import FPS, Character
 from mmdkit.runtime.playback import play, pose
-from mmdkit.runtime.simulation import PHYSICS_MODES, Simulation
+from mmdkit.runtime.simulation import DEFAULT_SETTLE_SECONDS, PHYSICS_MODES, Simulation
 
 STAGES = (*_POSE_STAGES, "skinning")
 
-__all__ = ["Character", "pose", "play", "Simulation", "PHYSICS_MODES", "STAGES", "FPS"]
+__all__ = ["Character", "pose", "play", "Simulation", "PHYSICS_MODES", "DEFAULT_SETTLE_SECONDS", "STAGES", "FPS"]

@@ -19,7 +19,7 @@ from mmdkit.pose.rig import MATERIAL_MORPH_CHANNELS, rig_for
 from mmdkit.pose.stages import (BONES_AFTER_PHYSICS, BONES_BEFORE_PHYSICS, PHYSICS, SAMPLE, STAGES, motion_in,
                                 run_stages)
 from mmdkit.pose.state import PoseState
-from mmdkit.runtime.simulation import Simulation
+from mmdkit.runtime.simulation import DEFAULT_SETTLE_SECONDS, Simulation
 
 FPS = 30.0
 """Motion frames per second (VMD keys are at 30 fps)."""
@@ -28,15 +28,17 @@ FPS = 30.0
 class Character:
     """Model + motion + own pose state (+ physics, skinner). Many characters may share one Model.
 
-    Character(model, motion=None, physics=None, *, fps=30, physics_mode='playing', skinner=None)
-    update(frame, timed=False)  pose at ``frame`` (fractional allowed); timed fills stage_seconds
+    Character(model, motion=None, physics=None, *, fps=30, physics_mode='playing',
+              settle_seconds=1.5, skinner=None)   skinner: a CpuSkinner to share (crowds), else own
+    update(frame, timed=False)  pose at ``frame`` (fractional allowed); timed fills stage_seconds;
+                                a seek settles physics (``Simulation``)
     bone_world, bone_skin (B,4,4) float32 model space; morph_weight (N,) float32;
     vertex_offset (V,3), uv_offset (V,4), additional_uv_offset (V,A,4) float32; ik_enabled (K,);
     visible (bool); material_* (M,...) after material morphs; skin(out_position, out_normal).
     """
 
     def __init__(self, model, motion=None, physics=None, *, fps: float = FPS, physics_mode: str = "playing",
-                 skinner=None):
+                 settle_seconds: float = DEFAULT_SETTLE_SECONDS, skinner=None):
         if isinstance(motion, Pose):
             motion = motion_from_pose(motion)
         self.model = model
@@ -44,7 +46,8 @@ class Character:
         self.rig = rig_for(model)
         self.bound: BoundMotion = bind_motion(model, motion)
         self.state = PoseState.for_rig(self.rig)
-        self.simulation = Simulation(physics, self.rig, self.state, self.bound, fps=fps, mode=physics_mode)
+        self.simulation = Simulation(physics, self.rig, self.state, self.bound, fps=fps, mode=physics_mode,
+                                     settle_seconds=settle_seconds)
         self._motion_keys = motion_in(self.bound)
         self._skinner = skinner
         self.frame: float | None = None
