@@ -42,3 +42,17 @@ def pytest_make_collect_report(collector):
             and str(ASSETS) in str(rep.longrepr)):
         rep.outcome = "skipped"
         rep.longrepr = (str(collector.path), 0, f"Skipped: {HINT}")
+
+
+@pytest.fixture
+def mmdkit_cli(capsys):
+    """``mmdkit_cli(*args)`` runs ``mmdkit ARGS`` in this process → (exit code, stdout, stderr)."""
+    from mmdkit.cli import main
+
+    def run(*args):
+        with pytest.raises(SystemExit) as e:
+            main([str(a) for a in args])
+        out = capsys.readouterr()
+        return e.value.code, out.out, out.err
+
+    return run

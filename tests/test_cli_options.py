@@ -7,17 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from mmdkit.cli import main
 from mmdkit.cli._common import MAX_FRAMES, parse_frames
 from mmdkit.errors import OptionError
-
-
-def run_cli(capsys, *args):
-    """``mmdkit ARGS`` in this process → (exit code, stdout, stderr)."""
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in args])
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def assert_one_line_error(code, err, *needles):
@@ -53,39 +44,39 @@ def test_bad_frames_are_option_errors(spec, needle):
     assert needle in str(e.value) and spec in str(e.value) and "\n" not in str(e.value)
 
 
-def test_bad_frames_on_the_command_line(capsys, assets, tmp_path):
+def test_bad_frames_on_the_command_line(mmdkit_cli, assets, tmp_path):
     gene, dance = assets / "gene" / "Gene.pmx", assets / "wavefile" / "wavefile_v2.vmd"
     for spec in ("nan:3", "0:inf", "0:1000000000", "0:10:1e-9"):
-        code, _, err = run_cli(capsys, "pose", gene, dance, "--frames", spec, "-o", tmp_path / "p.npz")
+        code, _, err = mmdkit_cli("pose", gene, dance, "--frames", spec, "-o", tmp_path / "p.npz")
         assert_one_line_error(code, err, "--frames", spec)
-    code, _, err = run_cli(capsys, "bench", gene, dance, "--frames", "0")
+    code, _, err = mmdkit_cli("bench", gene, dance, "--frames", "0")
     assert_one_line_error(code, err, "--frames", "selects no frames")
     assert not list(tmp_path.iterdir())
 
 
-def test_bench_takes_the_common_frames_grammar(capsys, assets):
+def test_bench_takes_the_common_frames_grammar(mmdkit_cli, assets):
     gene, dance = assets / "gene" / "Gene.pmx", assets / "wavefile" / "wavefile_v2.vmd"
     for spec, count in (("100:104", 5), ("4", 4), ("50+3", 3)):
-        code, out, err = run_cli(capsys, "bench", gene, dance, "--frames", spec, "--no-physics",
-                                 "--no-skinning", "--json")
+        code, out, err = mmdkit_cli("bench", gene, dance, "--frames", spec, "--no-physics",
+                                    "--no-skinning", "--json")
         assert code == 0, err
         d = json.loads(out)
         assert d["frames"] == count and np.isfinite(d["total"]) and d["total"] > 0
 
 
-def test_wrong_kind_of_file_names_the_argument(capsys, assets, tmp_path):
+def test_wrong_kind_of_file_names_the_argument(mmdkit_cli, assets, tmp_path):
     dance = assets / "wavefile" / "wavefile_v2.vmd"
-    code, _, err = run_cli(capsys, "pose", dance, dance, "-o", tmp_path / "p.npz")
+    code, _, err = mmdkit_cli("pose", dance, dance, "-o", tmp_path / "p.npz")
     assert_one_line_error(code, err, "MODEL", "wavefile_v2.vmd is a Motion")
-    code, _, err = run_cli(capsys, "pose", assets / "gene" / "Gene.pmx", assets / "gene" / "Gene.pmx",
-                           "-o", tmp_path / "p.npz")
+    code, _, err = mmdkit_cli("pose", assets / "gene" / "Gene.pmx", assets / "gene" / "Gene.pmx",
+                              "-o", tmp_path / "p.npz")
     assert_one_line_error(code, err, "MOTION", "is a Model")
 
 
-def test_output_in_a_missing_folder_names_the_path_typed(capsys, assets, tmp_path):
+def test_output_in_a_missing_folder_names_the_path_typed(mmdkit_cli, assets, tmp_path):
     out = tmp_path / "no" / "such" / "p.npz"
-    code, _, err = run_cli(capsys, "pose", assets / "gene" / "Gene.pmx", assets / "wavefile" / "wavefile_v2.vmd",
-                           "--frames", "0", "-o", out)
+    code, _, err = mmdkit_cli("pose", assets / "gene" / "Gene.pmx", assets / "wavefile" / "wavefile_v2.vmd",
+                              "--frames", "0", "-o", out)
     assert_one_line_error(code, err, str(out), "does not exist")
     assert ".part" not in err
 
@@ -108,8 +99,8 @@ def _wav(path, seconds=0.5, rate=8000):
     (["--palette", "0"], ["--palette", "got 0"]), (["--crowd", "100000"], ["--crowd", "from 1 to 100", "100000"]),
     (["--crowd", "0"], ["--crowd", "got 0"]), (["--size", "10x10"], ["--size", "10x10"]),
 ])
-def test_render_options_out_of_range_are_one_line_errors(capsys, tmp_path, args, needles):
-    code, _, err = run_cli(capsys, "render", "--demo", "--frames", "0", *args, "-o", tmp_path / "d.mp4")
+def test_render_options_out_of_range_are_one_line_errors(mmdkit_cli, tmp_path, args, needles):
+    code, _, err = mmdkit_cli("render", "--demo", "--frames", "0", *args, "-o", tmp_path / "d.mp4")
     assert_one_line_error(code, err, *needles)
     assert not list(tmp_path.iterdir())
 
@@ -123,25 +114,25 @@ def test_render_frames_follow_fps_in_real_time():
     assert list(parse_frames("0:11:4", 99)) == [0, 4, 8]  # never past the end
 
 
-def test_render_demo_with_a_model_is_refused(capsys, assets, tmp_path):
+def test_render_demo_with_a_model_is_refused(mmdkit_cli, assets, tmp_path):
     gene = assets / "gene" / "Gene.pmx"
-    code, _, err = run_cli(capsys, "render", "--demo", gene, assets / "wavefile" / "wavefile_v2.vmd",
-                           "-o", tmp_path / "d.mp4")
+    code, _, err = mmdkit_cli("render", "--demo", gene, assets / "wavefile" / "wavefile_v2.vmd",
+                              "-o", tmp_path / "d.mp4")
     assert_one_line_error(code, err, "--demo", "Gene.pmx")
 
 
-def test_render_audio_must_be_audio_and_go_into_a_video(capsys, assets, tmp_path):
+def test_render_audio_must_be_audio_and_go_into_a_video(mmdkit_cli, assets, tmp_path):
     not_audio = tmp_path / "notes.txt"
     not_audio.write_text("not a sound\n")
-    code, _, err = run_cli(capsys, "render", "--demo", "--audio", not_audio, "-o", tmp_path / "d.mp4")
+    code, _, err = mmdkit_cli("render", "--demo", "--audio", not_audio, "-o", tmp_path / "d.mp4")
     assert_one_line_error(code, err, "audio", "notes.txt", "not an audio file")
     song = _wav(tmp_path / "song.wav")
-    code, _, err = run_cli(capsys, "render", "--demo", "--audio", song, "-o", tmp_path / "frames")
+    code, _, err = mmdkit_cli("render", "--demo", "--audio", song, "-o", tmp_path / "frames")
     assert_one_line_error(code, err, "audio", "frames", "sound needs a video output")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "song.wav"]
 
 
-def test_write_errors_name_the_path_typed_not_the_temp_file(capsys, assets, tmp_path):
+def test_write_errors_name_the_path_typed_not_the_temp_file(mmdkit_cli, assets, tmp_path):
     from mmdkit.cli._output import writing
 
     with pytest.raises(OptionError, match="out.mp4: No space left") as e:
@@ -150,11 +141,11 @@ def test_write_errors_name_the_path_typed_not_the_temp_file(capsys, assets, tmp_
     assert ".part" not in str(e.value)
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    code, _, err = run_cli(capsys, "render", "--demo", "--frames", "0", "-o", blocker / "frames")
+    code, _, err = mmdkit_cli("render", "--demo", "--frames", "0", "-o", blocker / "frames")
     assert_one_line_error(code, err, str(blocker / "frames"), "not a folder")
 
 
-def test_an_output_that_is_an_input_is_refused(capsys, assets, tmp_path):
+def test_an_output_that_is_an_input_is_refused(mmdkit_cli, assets, tmp_path):
     import os
     import shutil
 
@@ -165,11 +156,11 @@ def test_an_output_that_is_an_input_is_refused(capsys, assets, tmp_path):
     os.symlink(model, tmp_path / "link.pmx")
     before = {p.name: p.read_bytes() for p in (model, dance)}
     for out in (model, tmp_path / "link.pmx", tmp_path / "sub" / ".." / "dance.vmd"):
-        code, _, err = run_cli(capsys, "pose", model, dance, "--frames", "0", "-o", out)
+        code, _, err = mmdkit_cli("pose", model, dance, "--frames", "0", "-o", out)
         assert_one_line_error(code, err, "-o", "is the input file")
-    code, _, err = run_cli(capsys, "convert", dance, dance)
+    code, _, err = mmdkit_cli("convert", dance, dance)
     assert_one_line_error(code, err, "DST", "is the input file")
-    code, _, err = run_cli(capsys, "render", model, dance, "--frames", "0", "-o", dance)
+    code, _, err = mmdkit_cli("render", model, dance, "--frames", "0", "-o", dance)
     assert_one_line_error(code, err, "-o", "is the input file")
     assert {p.name: p.read_bytes() for p in (model, dance)} == before
 
@@ -187,7 +178,7 @@ def test_render_logs_get_no_progress_runs_and_quiet_says_nothing(tmp_path):
         assert ("wrote" in r.stdout) != bool(extra)
 
 
-def test_render_warns_when_the_camera_file_has_no_camera_keys(capsys, assets, tmp_path):
+def test_render_warns_when_the_camera_file_has_no_camera_keys(tmp_path):
     """A dance .vmd given as --camera: a warning, then the automatic camera (not an error)."""
     import subprocess
     import sys
@@ -208,17 +199,17 @@ def test_render_warns_when_the_camera_file_has_no_camera_keys(capsys, assets, tm
     assert "mmdkit: warning: --camera" in r.stderr and "dance.vmd has no camera keys" in r.stderr
 
 
-def test_render_at_60_fps_samples_between_keys(capsys, tmp_path):
+def test_render_at_60_fps_samples_between_keys(mmdkit_cli, tmp_path):
     out = tmp_path / "frames"
-    code, _, err = run_cli(capsys, "render", "--demo", "--frames", "0:2", "--fps", "60", "--size", "64x48",
-                           "--msaa", "0", "--no-physics", "-q", "-o", out)
+    code, _, err = mmdkit_cli("render", "--demo", "--frames", "0:2", "--fps", "60", "--size", "64x48",
+                              "--msaa", "0", "--no-physics", "-q", "-o", out)
     assert code == 0, err
     assert len(list(out.iterdir())) == 5  # frames 0, 0.5, 1, 1.5, 2: the dance at its own speed
 
 
-def test_pose_refuses_more_frames_than_memory_holds(capsys, assets, tmp_path):
+def test_pose_refuses_more_frames_than_memory_holds(mmdkit_cli, assets, tmp_path):
     gene, dance = assets / "gene" / "Gene.pmx", assets / "wavefile" / "wavefile_v2.vmd"
-    code, _, err = run_cli(capsys, "pose", gene, dance, "--frames", "0:9999999", "--vertices", "-o",
-                           tmp_path / "p.npz")  # 10 million frames × 28,646 vertices: terabytes
+    code, _, err = mmdkit_cli("pose", gene, dance, "--frames", "0:9999999", "--vertices", "-o",
+                              tmp_path / "p.npz")  # 10 million frames × 28,646 vertices: terabytes
     assert_one_line_error(code, err, "--frames", "'0:9999999'", "GiB of memory", "pose fewer frames")
     assert not list(tmp_path.iterdir())

@@ -7,14 +7,6 @@ import zipfile
 import numpy as np
 import pytest
 
-from mmdkit.cli import main
-
-
-def run_cli(capsys, *args):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in args])
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 @pytest.fixture
@@ -22,12 +14,12 @@ def gene_dance(assets):
     return assets / "gene" / "Gene.pmx", assets / "wavefile" / "wavefile_v2.vmd"
 
 
-def test_pose_output_is_compressed_unless_asked(capsys, gene_dance, tmp_path):
+def test_pose_output_is_compressed_unless_asked(mmdkit_cli, gene_dance, tmp_path):
     sizes = {}
     for name, extra in (("packed", []), ("plain", ["--no-compress"])):
         out = tmp_path / f"{name}.npz"
-        code, _, err = run_cli(capsys, "pose", *gene_dance, "--frames", "0:4", "--no-physics", "--vertices",
-                               "-o", out, *extra)
+        code, _, err = mmdkit_cli("pose", *gene_dance, "--frames", "0:4", "--no-physics", "--vertices",
+                                  "-o", out, *extra)
         assert code == 0, err
         with zipfile.ZipFile(out) as z:
             kinds = {i.compress_type for i in z.infolist()}
@@ -84,18 +76,18 @@ def test_compile_note_only_when_numba_compiles(capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_pose_says_how_the_motion_bound(capsys, assets, tmp_path):
+def test_pose_says_how_the_motion_bound(mmdkit_cli, assets, tmp_path):
     gene_motion = assets / "gene" / "motion" / "01_happy.vmd"
-    code, _, err = run_cli(capsys, "pose", assets / "gene" / "Gene.pmx", gene_motion, "--frames", "0",
-                           "--no-physics", "-o", tmp_path / "a.npz")
+    code, _, err = mmdkit_cli("pose", assets / "gene" / "Gene.pmx", gene_motion, "--frames", "0",
+                              "--no-physics", "-o", tmp_path / "a.npz")
     assert code == 0 and "bound 222/222 bone tracks, 111/111 morph tracks" in err and "warning" not in err
     # a motion made for another model: a warning with the counts and the names that did not bind
-    code, _, err = run_cli(capsys, "pose", assets / "mokou" / "mokou_B.pmd", gene_motion, "--frames", "0",
-                           "--no-physics", "-o", tmp_path / "b.npz")
+    code, _, err = mmdkit_cli("pose", assets / "mokou" / "mokou_B.pmd", gene_motion, "--frames", "0",
+                              "--no-physics", "-o", tmp_path / "b.npz")
     assert code == 0
     line = next(x for x in err.splitlines() if "bone tracks" in x)
     assert line.startswith("mmdkit: warning: ") and "01_happy.vmd" in line
     assert "bound 70/222 bone tracks, 15/111 morph tracks" in line and "unbound bones: グルーブ" in line
-    code, _, err = run_cli(capsys, "pose", assets / "gene" / "Gene.pmx", gene_motion, "--frames", "0",
-                           "--no-physics", "-q", "-o", tmp_path / "c.npz")
+    code, _, err = mmdkit_cli("pose", assets / "gene" / "Gene.pmx", gene_motion, "--frames", "0",
+                              "--no-physics", "-q", "-o", tmp_path / "c.npz")
     assert code == 0 and err == ""
