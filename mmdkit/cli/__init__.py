@@ -1,6 +1,7 @@
 """The ``mmdkit`` command: a click group whose subcommands live one per module here.
 
-In: argv. Out: exit status; errors from bad input are printed on one line (no traceback).
+In: argv. Out: exit status; ``main`` is the one place errors become messages: every
+``MmdkitError`` (and OSError) is printed on one line, ``mmdkit: error: …``, exit 2 (no traceback).
 Each subcommand module ``mmdkit/cli/<name>.py`` exposes a click command called ``command``;
 it is imported only when used, so ``mmdkit info`` never loads OpenGL or Bullet.
 """
@@ -22,7 +23,7 @@ SUBCOMMANDS = {
     "convert": ("mmdkit.cli.convert", "Convert between formats by extension (PMD→PMX, rewrite)."),
     "pose": ("mmdkit.cli.pose", "Pose a model with a motion over frames and write arrays (.npz)."),
     "bench": ("mmdkit.cli.bench", "Time each per-frame stage (sample, morph, bones, physics, skin)."),
-    "render": ("mmdkit.cli.render", "Render a model dancing to a motion into MP4 or PNG frames."),
+    "render": ("mmdkit.cli.render", "Render a model dancing to a motion into a video, a PNG or PNG frames."),
 }
 
 
@@ -59,6 +60,10 @@ def cli():
       mmdkit convert model.pmd model.pmx  PMD → PMX
       mmdkit pose model.pmx dance.vmd --frames 0:300 -o pose.npz
       mmdkit render --demo -o demo.mp4    built-in demo, nothing downloaded
+
+    \b
+    --frames is the same everywhere: A:B[:STEP] (B inclusive), A+N (N frames from A) or N (one
+    frame; in bench, N frames). Physics is on where a model has rigid bodies (--no-physics).
     """
 
 
