@@ -97,7 +97,7 @@ def main(argv=None):
         click.echo("mmdkit: terminated", err=True)
         code = e.code
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+        click.echo("mmdkit: aborted", err=True)
         code = 130
     except click.ClickException as e:
         e.show()
@@ -109,6 +109,6 @@ def main(argv=None):
         click.echo("mmdkit: error: out of memory (ask for fewer frames, a smaller --size or --crowd)", err=True)
         code = 2
     finally:
-        if in_main_thread:
-            signal.signal(signal.SIGTERM, previous)
+        if in_main_thread:  # None: the old handler was not set from Python; the default it is
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
     sys.exit(code if isinstance(code, int) else 0)
