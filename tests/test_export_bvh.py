@@ -1,0 +1,147 @@
+"""BVH export: re-read the text with an independent parser + FK and compare joint world positions
+with the engine's (right-handed: Z negated, scaled) within 1e-3 units; Assimp re-reads it when present."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import mmdkit
+from mmdkit.errors import OptionError
+from mmdkit.export import bake, export
+from mmdkit.export.bvh import bvh_names, write
+from mmdkit.export.humanoid import joint_set
+
+
+def _rot(axis: str, deg: np.ndarray) -> np.ndarray:
+    """(F,3,3) rotation matrices about ``axis`` by ``deg`` degrees (right-handed, column vectors)."""
+    a = np.radians(deg)
+    c, s = np.cos(a), np.sin(a)
+    o, z = np.ones_like(a), np.zeros_like(a)
+    m = {"X": [[o, z, z], [z, c, -s], [z, s, c]], "Y": [[c, z, s], [z, o, z], [-s, z, c]],
+         "Z": [[c, -s, z], [s, c, z], [z, z, o]]}[axis]
+    return np.moveaxis(np.array(m), (0, 1), (-2, -1))
+
+
+def read_bvh(path: str):
+    """Parse a BVH file and run FK: (joint names, (F,J,3) world positions, frame time)."""
+    tokens = open(path, encoding="utf-8").read().split()
+    i = 0
+    joints, parent, offset, channels, stack = [], [], [], [], []
+    while tokens[i] != "MOTION":
+        t = tokens[i]
+        if t in ("ROOT", "JOINT"):
+            joints.append(tokens[i + 1])
+            parent.append(stack[-1] if stack else -1)
+            offset.append(None)
+            channels.append([])
+            stack.append(len(joints) - 1)
+            i += 2
+        elif t == "End":
+            depth = 0
+            while True:  # skip the End Site block
+                i += 1
+                depth += tokens[i] == "{"
+                depth -= tokens[i] == "}"
+                if depth == 0 and tokens[i] == "}":
+                    break
+            i += 1
+        elif t == "OFFSET":
+            offset[stack[-1]] = np.array([float(v) for v in tokens[i + 1:i + 4]])
+            i += 4
+        elif t == "CHANNELS":
+            n = int(tokens[i + 1])
+            channels[stack[-1]] = tokens[i + 2:i + 2 + n]
+            i += 2 + n
+        elif t == "}":
+            stack.pop()
+            i += 1
+        else:
+            i += 1
+    frames = int(tokens[i + 2])
+    frame_time = float(tokens[i + 5])
+    values = np.array(tokens[i + 6:], float).reshape(frames, -1)
+    J = len(joints)
+    world_r, world_p = [None] * J, np.zeros((frames, J, 3))
+    col = 0
+    for j in range(J):
+        local_p = np.broadcast_to(offset[j], (frames, 3)).copy()
+        r = np.broadcast_to(np.eye(3), (frames, 3, 3)).copy()
+        for ch in channels[j]:
+            v = values[:, col]
+            col += 1
+            if ch.endswith("position"):
+                local_p[:, "XYZ".index(ch[0])] = v
+            else:
+                r = r @ _rot(ch[0], v)
+        p = parent[j]
+        if p < 0:
+            world_r[j], world_p[:, j] = r, local_p
+        else:
+            world_r[j] = world_r[p] @ r
+            world_p[:, j] = world_p[:, p] + np.einsum("fij,fj->fi", world_r[p], local_p)
+    return joints, world_p, frame_time
+
+
+def world_by_joint(path: str, js):
+    """FK world positions (F,J,3) of the BVH at ``path`` in the order of the joint set ``js``."""
+    names, world, frame_time = read_bvh(path)
+    assert sorted(names) == sorted(bvh_names(js))
+    return world[:, [names.index(n) for n in bvh_names(js)]], names, frame_time
+
+
+@pytest.fixture(scope="module")
+def gene_baked(assets):
+    model = mmdkit.load(assets / "gene" / "Gene.pmx")
+    motion = mmdkit.load(assets / "wavefile" / "wavefile_v2.vmd")
+    return bake(model, motion, np.arange(400.0, 460.0), physics=True)
+
+
+@pytest.mark.parametrize("joints,scale", [("all", 1.0), ("humanoid", 0.08)])
+def test_bvh_fk_matches_engine(gene_baked, tmp_path, joints, scale):
+    path = str(tmp_path / "gene.bvh")
+    info = write(gene_baked, path, joints=joints, scale=scale)
+    js = joint_set(gene_baked.model, joints)
+    world, names, frame_time = world_by_joint(path, js)
+    assert info["frames"] == 60 and frame_time == pytest.approx(1 / 30)
+    engine = gene_baked.bone_world_position[:, js.joint_bone] * np.array([1, 1, -1]) * scale
+    err = np.abs(world - engine).max()
+    assert err < 1e-3, err
+    if joints == "humanoid":
+        assert names[:3] == ["center", "lower_body", "left_leg"]  # depth first, HUMANOID order
+
+
+def test_bvh_without_physics_and_fps(assets, tmp_path):
+    model = mmdkit.load(assets / "low_miku" / "miku.pmd")
+    motion = mmdkit.load(assets / "wavefile" / "wavefile_v2.vmd")
+    path = str(tmp_path / "miku.bvh")
+    info = export(model, motion, path, frames=np.arange(0, 60, 2.5), fps=12, physics=False, joints="humanoid")
+    js = joint_set(model, "humanoid")
+    world, _, frame_time = world_by_joint(path, js)
+    assert info["frames"] == 24 and frame_time == pytest.approx(1 / 12)
+    b = bake(model, motion, np.arange(0, 60, 2.5), physics=False)
+    assert np.abs(world - b.bone_world_position[:, js.joint_bone] * [1, 1, -1]).max() < 1e-3
+
+
+def test_bvh_refuses_vertices_and_bad_scale(assets, tmp_path):
+    model = mmdkit.load(assets / "low_miku" / "miku.pmd")
+    with pytest.raises(OptionError, match="vertices"):
+        export(model, None, str(tmp_path / "x.bvh"), vertices=True)
+    with pytest.raises(OptionError, match="scale"):
+        export(model, None, str(tmp_path / "x.bvh"), scale=-1)
+    assert not list(tmp_path.iterdir())
+
+
+def test_bvh_reads_in_assimp_when_installed(gene_baked, tmp_path):
+    """Assimp (optional: `apt-get install assimp-utils`) reads the file and finds every joint."""
+    path = str(tmp_path / "gene.bvh")
+    write(gene_baked, path, joints="humanoid")
+    names, _, _ = read_bvh(path)
+    if shutil.which("assimp") is None:
+        return
+    out = subprocess.run(["assimp", "info", path], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "center" in out.stdout and "right_toe" in out.stdout and len(names) == 22
