@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from mmdkit.importers.scene import Skeleton, Space
+from mmdkit.importers.scene import Skeleton, Space, skin_bind_matrix
 from mmdkit.model.builder import ModelBuilder
 
 _EXT = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/bmp": ".bmp"}
@@ -86,7 +86,7 @@ def _skin_bind(scene, node: int, sk: Skeleton, warnings: list[str]) -> tuple[np.
     """(4, 4) bind matrix for the vertices of skinned mesh ``node`` (D·C: D ≠ I only when another
     skin bound the same joints elsewhere) and (J,) bone per joint of its skin."""
     skin = scene.skins[scene.node_skin[node]]
-    c = scene.node_world[node].astype(np.float64)
+    c = skin_bind_matrix(scene, node)
     own = c @ np.linalg.inv(skin.joint_inverse_bind.astype(np.float64))
     joint_bone = sk.node_bone[skin.joint_node]
     d = sk.bone_bind[joint_bone] @ np.linalg.inv(own)

@@ -26,6 +26,8 @@ from mmdkit.model.model import Model
 MMD_UNITS_PER_METRE = 12.5
 """1 MMD unit = 8 cm."""
 
+_BIND_TOLERANCE = 1e-4  # relative to the largest joint offset: matrices this close are one bind
+
 _CLIPS: "weakref.WeakKeyDictionary[Model, object]" = weakref.WeakKeyDictionary()
 
 
@@ -127,21 +129,37 @@ def _unique_names(names) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _joint_binds(scene, inside: np.ndarray, warnings: list[str]) -> dict[int, np.ndarray]:
+def skin_bind_matrix(scene, node: int) -> np.ndarray:
+    """C (4, 4) float64 of skinned mesh ``node``: rest joint world · IBM when that is one matrix
+    for every joint its vertices use (the rest pose is the bind pose: C·v is the mesh as a viewer
+    shows the file), else the node's own world (RobotExpressive: its rest pose is not its bind)."""
+    skin = scene.skins[scene.node_skin[node]]
+    m = scene.node_world[skin.joint_node].astype(np.float64) @ skin.joint_inverse_bind
+    used = np.unique(np.concatenate([p.vertex_joint[p.vertex_weight > 0] for p in
+                                     scene.meshes[scene.node_mesh[node]].primitives
+                                     if p.vertex_joint is not None] or [np.zeros(0, np.int64)]))
+    c = m[used[0]] if len(used) else None
+    tolerance = _BIND_TOLERANCE * max(1.0, float(np.abs(m[:, :3, 3]).max()))
+    if c is not None and np.abs(m[used] - c).max() <= tolerance:
+        return c
+    return scene.node_world[node].astype(np.float64)
+
+
+def _joint_binds(scene, inside: np.ndarray) -> dict[int, np.ndarray]:
     """{joint node: bind world C·IBM⁻¹ (4, 4) float64} from the first skinned mesh node using it."""
     binds: dict[int, np.ndarray] = {}
     for node in np.flatnonzero(inside & (scene.node_mesh >= 0) & (scene.node_skin >= 0)):
         skin = scene.skins[scene.node_skin[node]]
-        world = scene.node_world[node].astype(np.float64) @ np.linalg.inv(skin.joint_inverse_bind.astype(np.float64))
+        world = skin_bind_matrix(scene, node) @ np.linalg.inv(skin.joint_inverse_bind.astype(np.float64))
         for j, jn in enumerate(skin.joint_node.tolist()):
             binds.setdefault(jn, world[j])
     return binds
 
 
-def build_skeleton(scene, warnings: list[str]) -> Skeleton:
+def build_skeleton(scene) -> Skeleton:
     """The bones of ``scene``: joints and unskinned mesh nodes, with their bind worlds (see module)."""
     inside = scene_nodes(scene)
-    binds = _joint_binds(scene, inside, warnings)
+    binds = _joint_binds(scene, inside)
     is_bone = inside & (scene.node_mesh >= 0) & (scene.node_skin < 0)
     is_bone[list(binds)] = True
     bone_node = np.array([i for i in scene.node_order if is_bone[i]], np.int32)
@@ -187,7 +205,7 @@ def import_scene(scene, *, unit_scale: float = MMD_UNITS_PER_METRE, flip_z: bool
 
     space = Space(float(unit_scale), bool(flip_z))
     warnings = list(getattr(scene, "warnings", ()))
-    sk = build_skeleton(scene, warnings)
+    sk = build_skeleton(scene)
     mb = ModelBuilder(name or (scene.path.rsplit("/", 1)[-1].rsplit(".", 1)[0] if scene.path else ""))
     _add_bones(mb, sk, space)
     textures = add_materials(mb, scene)
