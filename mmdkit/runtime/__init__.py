@@ -1,14 +1,16 @@
 """Runtime: characters (pose state + physics + skinning) and playback, above pose/physics/skinning.
 
-``from mmdkit.runtime import Character, pose, play``; ``STAGES`` names the per-stage timings of
-``Character.update(frame, timed=True)`` plus the skinning that ``mmdkit bench`` times.
+``from mmdkit.runtime import Character, pose, play, output_frames``; ``STAGES`` names the
+per-stage timings of ``Character.update(frame, timed=True)`` plus the skinning that
+``mmdkit bench`` times.
 """
 
 from mmdkit.pose.stages import STAGES as _POSE_STAGES
 from mmdkit.runtime.character import FPS, Character
-from mmdkit.runtime.playback import play, pose
+from mmdkit.runtime.playback import output_frames, play, pose, seconds_at
 from mmdkit.runtime.simulation import DEFAULT_SETTLE_SECONDS, PHYSICS_MODES, Simulation
 
 STAGES = (*_POSE_STAGES, "skinning")
 
-__all__ = ["Character", "pose", "play", "Simulation", "PHYSICS_MODES", "DEFAULT_SETTLE_SECONDS", "STAGES", "FPS"]
+__all__ = ["Character", "pose", "play", "output_frames", "seconds_at", "Simulation",
+           "PHYSICS_MODES", "DEFAULT_SETTLE_SECONDS", "STAGES", "FPS"]

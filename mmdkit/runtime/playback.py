@@ -1,19 +1,41 @@
 """Playback over one or many characters, and ``pose`` (arrays for a list of frames).
 
 In: characters (``Character``), frames (motion frames, float). Out: ``play`` yields after every
-character is posed at each frame (render, bench and the pose CLI iterate it); ``pose`` returns
-bone_world (F,B,4,4), morph_weight (F,N) float32 and optionally skinned vertices (F,V,3),
-through the parallel kinematic batch (``mmdkit.pose.pose_batch``) when nothing needs history.
+character is posed at each frame (render, bench and the pose CLI iterate it); ``output_frames``
+maps output pictures at any fps to motion frames (real time: frame = seconds × 30, fractional);
+``pose`` returns bone_world (F,B,4,4), morph_weight (F,N) float32 and optionally skinned
+vertices (F,V,3), through the parallel kinematic batch (``mmdkit.pose.pose_batch``) when
+nothing needs history.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from mmdkit.errors import OptionError
 from mmdkit.pose.batch import pose_batch
-from mmdkit.runtime.character import Character
+from mmdkit.runtime.character import FPS, Character
+
+
+def output_frames(first: float, last: float, fps: float = FPS) -> np.ndarray:
+    """Motion frames (F,) float64 for output pictures at ``fps`` per second of real time from
+    motion frame ``first`` to ``last`` (inclusive where it falls on a picture): picture i shows
+    motion frame first + i·30/fps, so 60 fps samples every half frame and plays at the same speed."""
+    if not (math.isfinite(fps) and fps > 0):
+        raise OptionError("fps", f"must be a positive number, not {fps!r}")
+    if not (math.isfinite(first) and math.isfinite(last)) or last < first:
+        raise OptionError("frames", f"need first <= last, finite, not {first!r}:{last!r}")
+    step = FPS / fps
+    count = int(math.floor((last - first) / step + 1e-9)) + 1
+    return first + np.arange(count, dtype=np.float64) * step
+
+
+def seconds_at(frame: float) -> float:
+    """Seconds of real time (and of the song) at motion frame ``frame`` (VMD: 30 frames a second)."""
+    return float(frame) / FPS
 
 
 def play(characters: Sequence[Character], frames: Iterable[float], *, offsets: Sequence[float] | None = None,
