@@ -189,6 +189,7 @@ def test_cli_bench_json(assets):
         assert k in d and d[k] >= 0
     assert d["total"] > 0 and d["physics_enabled"] is True
     assert isinstance(d["physics"], float) and d["physics"] > 0 and d["skinning"] > 0
+    assert d["numba_threads"] == 1  # Bullet and numba's spinning workers on the same cores gave 5× noise
 
 
 def test_cli_pose_with_physics_and_vertices(assets, tmp_path):

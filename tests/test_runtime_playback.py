@@ -58,3 +58,23 @@ def test_pose_batch_and_frame_by_frame_agree_at_fractional_frames():
     np.testing.assert_array_equal(batch["bone_world"], one["bone_world"])
     np.testing.assert_allclose(batch["bone_world"][:, 0, 0, 3], frames, atol=1e-4)
 
+
+def test_playback_with_physics_runs_numba_on_one_thread(assets):
+    """Bullet steps on the playing thread; numba's parallel skinning workers spin between calls
+    and took its cores (bench --physics jumped 5×): with physics, playback uses one numba thread."""
+    import numba
+
+    import mmdkit
+    from mmdkit.physics import physics_for
+
+    model = mmdkit.load(assets / "mokou" / "mokou_A.pmd")
+    before = numba.get_num_threads()
+    inside = []
+    plain = Character(model)
+    for _ in play([plain], [0, 1]):
+        inside.append(numba.get_num_threads())
+    simulated = Character(model, None, physics_for(model), settle_seconds=0)
+    for _ in play([plain, simulated], [0, 1]):
+        inside.append(numba.get_num_threads())
+    assert inside == [before, before, 1, 1]
+    assert numba.get_num_threads() == before

@@ -18,19 +18,21 @@ from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, compile_n
 
 
 def _time_frames(ch, frame_list, skinning: bool, pos, nrm):
-    """Update (and skin) each frame in order; per-stage seconds {stage: (F,)} and the totals (F,)."""
-    from mmdkit.runtime import STAGES
+    """Play (and skin) each frame in order; per-stage seconds {stage: (F,)}, the totals (F,) and the
+    numba threads used (1 with physics: numba's idle workers would spin on Bullet's cores)."""
+    import numba
 
-    F = len(frame_list)
-    for k in range(3, 0, -1):  # warm-up: compile kernels, settle physics on the frames just before
-        ch.update(max(frame_list[0] - k, 0.0))
+    from mmdkit.runtime import STAGES, play
+
+    warm = [max(frame_list[0] - k, 0.0) for k in range(3, 0, -1)]
+    for _ in play([ch], warm):  # warm-up: compile kernels, settle physics on the frames just before
         if skinning:
             ch.skin(pos, nrm)
+    F = len(frame_list)
     rows = {s: np.empty(F) for s in STAGES}
     total = np.empty(F)
-    for i, f in enumerate(frame_list):
-        t0 = time.perf_counter()
-        ch.update(f, timed=True)
+    t0 = time.perf_counter()
+    for i, _ in play([ch], frame_list, timed=True):
         t1 = time.perf_counter()
         if skinning:
             ch.skin(pos, nrm)
@@ -39,7 +41,9 @@ def _time_frames(ch, frame_list, skinning: bool, pos, nrm):
             rows[s][i] = ch.stage_seconds[s]
         rows["skinning"][i] = t2 - t1
         total[i] = t2 - t0
-    return rows, total
+        threads = numba.get_num_threads()
+        t0 = time.perf_counter()
+    return rows, total, threads
 
 
 @click.command("bench")
@@ -72,10 +76,11 @@ def command(model_path, motion_path, frames, physics, skinning, as_json, quiet):
         ch = Character(model, motion, physics_for(model, physics))
         V = model.num_vertices
         scratch = np.empty((V, 3), np.float32), np.empty((V, 3), np.float32)
-        rows, total = _time_frames(ch, frame_list, skinning, *scratch)
+        rows, total, threads = _time_frames(ch, frame_list, skinning, *scratch)
     result = {s: float(np.median(rows[s]) * 1e3) for s in STAGES}
     result["total"] = float(np.median(total) * 1e3)
-    result.update(frames=len(frame_list), bones=model.num_bones, vertices=V, physics_enabled=ch.physics is not None)
+    result.update(frames=len(frame_list), bones=model.num_bones, vertices=V, physics_enabled=ch.physics is not None,
+                  numba_threads=threads)
     if as_json:
         click.echo(json.dumps(result))
         return

@@ -7,10 +7,10 @@ per-stage timings of ``Character.update(frame, timed=True)`` plus the skinning t
 
 from mmdkit.pose.stages import STAGES as _POSE_STAGES
 from mmdkit.runtime.character import FPS, Character
-from mmdkit.runtime.playback import output_frames, play, pose, seconds_at
+from mmdkit.runtime.playback import numba_threads, output_frames, play, pose, seconds_at
 from mmdkit.runtime.simulation import DEFAULT_SETTLE_SECONDS, PHYSICS_MODES, Simulation
 
 STAGES = (*_POSE_STAGES, "skinning")
 
-__all__ = ["Character", "pose", "play", "output_frames", "seconds_at", "Simulation",
+__all__ = ["Character", "pose", "play", "output_frames", "seconds_at", "numba_threads", "Simulation",
            "PHYSICS_MODES", "DEFAULT_SETTLE_SECONDS", "STAGES", "FPS"]

@@ -5,13 +5,15 @@ character is posed at each frame (render, bench and the pose CLI iterate it); ``
 maps output pictures at any fps to motion frames (real time: frame = seconds × 30, fractional);
 ``pose`` returns bone_world (F,B,4,4), morph_weight (F,N) float32 and optionally skinned
 vertices (F,V,3), through the parallel kinematic batch (``mmdkit.pose.pose_batch``) when
-nothing needs history.
+nothing needs history. While physics runs, numba runs on the calling thread only
+(``numba_threads``): its idle workers spin on the cores Bullet needs.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -38,10 +40,26 @@ def seconds_at(frame: float) -> float:
     return float(frame) / FPS
 
 
+@contextmanager
+def numba_threads(count: int | None):
+    """Run the block with ``count`` numba threads on this thread (None: leave as is), then restore."""
+    import numba
+
+    old = numba.get_num_threads()
+    if count is not None:
+        numba.set_num_threads(max(1, min(int(count), numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
 def play(characters: Sequence[Character], frames: Iterable[float], *, offsets: Sequence[float] | None = None,
-         progress: bool = False, desc: str = "posing") -> Iterator[tuple[int, float]]:
+         timed: bool = False, progress: bool = False, desc: str = "posing") -> Iterator[tuple[int, float]]:
     """Pose every character at each frame in order (character k at frame + offsets[k]) and yield
-    (index, frame) once all are posed; read their arrays before the next iteration."""
+    (index, frame) once all are posed; read their arrays before the next iteration. ``timed``:
+    per-stage seconds in each ``Character.stage_seconds``. With physics the loop (and whatever
+    the caller does between yields) runs numba single-threaded."""
     offs = [0.0] * len(characters) if offsets is None else [float(o) for o in offsets]
     frames = list(frames)
     it: Iterable = range(len(frames))
@@ -49,11 +67,13 @@ def play(characters: Sequence[Character], frames: Iterable[float], *, offsets: S
         from tqdm import tqdm
 
         it = tqdm(it, desc=desc, unit="frame")
-    for i in it:
-        f = float(frames[i])
-        for ch, off in zip(characters, offs):
-            ch.update(f + off)
-        yield i, f
+    simulating = any(ch.simulation.active for ch in characters)
+    with numba_threads(1 if simulating else None):
+        for i in it:
+            f = float(frames[i])
+            for ch, off in zip(characters, offs):
+                ch.update(f + off, timed=timed)
+            yield i, f
 
 
 def pose(model, motion, frames, *, physics=None, vertices: bool = False, progress: bool = False) -> dict:
