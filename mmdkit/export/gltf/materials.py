@@ -1,0 +1,105 @@
+"""MMD materials → glTF metallic-roughness materials with their textures as images.
+
+In: a ``Model`` (texture paths relative to its file, looked up with ``resolve_texture``) and a
+``GltfDocument``. Out: one glTF material per MMD material (index list, None for none):
+baseColorFactor = diffuse RGBA, baseColorTexture = the main texture, metallic 0, roughness 1,
+doubleSided = MMD's no-cull flag, alphaMode BLEND when the diffuse alpha is below 1 or the
+texture has transparent pixels (MMD always blends). PNG and JPEG files are embedded as they are;
+BMP, TGA, DDS and the rest are converted to PNG with Pillow. Sphere maps and toon ramps have no
+glTF counterpart and are left out. A texture that is missing or unreadable: one warning each.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from mmdkit.model.model import MATERIAL_DOUBLE_SIDED
+from mmdkit.render.textures import model_folder, resolve_texture
+
+PNG_MAGIC, JPEG_MAGIC = b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff"
+
+
+def _has_transparency(img) -> bool:
+    """True when a decoded Pillow image has a pixel with alpha below 255."""
+    if img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info):
+        return img.convert("RGBA").getchannel("A").getextrema()[0] < 255
+    return False
+
+
+def encode_image(data: bytes) -> tuple[bytes, str, bool]:
+    """Encoded image file bytes → (PNG or JPEG bytes, mime type, has transparent pixels).
+    PNG/JPEG pass through unchanged; other formats Pillow reads are re-encoded as PNG.
+    Raises OSError (Pillow's) when the bytes are no image Pillow reads."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as img:
+        img.load()
+        clear = _has_transparency(img)
+        if data.startswith(PNG_MAGIC):
+            return data, "image/png", clear
+        if data.startswith(JPEG_MAGIC):
+            return data, "image/jpeg", False
+        out = io.BytesIO()
+        keep = img if img.mode in ("RGB", "RGBA", "L", "LA") else img.convert("RGBA" if clear else "RGB")
+        keep.save(out, format="PNG")
+        return out.getvalue(), "image/png", clear
+
+
+def _texture_bytes(model, t: int, warn) -> bytes | None:
+    """The file bytes of texture ``t`` (embedded in an imported model, or in the model's folder)."""
+    stored = model.texture_path[t]
+    embedded = model.source_extras.get("embedded_textures") or {}
+    if stored in embedded:
+        return embedded[stored]
+    folder = model_folder(model)
+    try:
+        found = resolve_texture(folder, stored) if folder else None
+    except ValueError as e:
+        warn(f"warning: {model.source_path}: {e}; material exported without it")
+        return None
+    if found is None:
+        warn(f"warning: {model.source_path or model.name}: texture '{stored}' not found; exported without it")
+        return None
+    with open(found, "rb") as f:
+        return f.read()
+
+
+def add_textures(doc, model, used: set[int], warn) -> dict[int, tuple[int, bool]]:
+    """glTF textures for the model's textures ``used``: {texture index: (glTF texture, transparent)}."""
+    out: dict[int, tuple[int, bool]] = {}
+    sampler = None
+    for t in sorted(used):
+        data = _texture_bytes(model, t, warn)
+        if data is None:
+            continue
+        try:
+            encoded, mime, clear = encode_image(data)
+        except (OSError, ValueError) as e:
+            warn(f"warning: {model.source_path}: texture '{model.texture_path[t]}' is unreadable ({e}); exported without it")
+            continue
+        if sampler is None:
+            sampler = doc.add("samplers", {"magFilter": 9729, "minFilter": 9987, "wrapS": 10497, "wrapT": 10497})
+        image = doc.image(encoded, mime, name=model.texture_path[t].replace("\\", "/"))
+        out[t] = (doc.add("textures", {"sampler": sampler, "source": image}), clear)
+    return out
+
+
+def add_materials(doc, model, warn) -> list[int | None]:
+    """One glTF material per MMD material; returns their indices (in model material order)."""
+    tex_index = np.asarray(model.material_texture_index)
+    textures = add_textures(doc, model, {int(t) for t in tex_index if t >= 0}, warn)
+    diffuse = np.clip(np.nan_to_num(np.asarray(model.material_diffuse, np.float64)), 0.0, 1.0)
+    out = []
+    for m in range(model.num_materials):
+        pbr = {"baseColorFactor": [float(v) for v in diffuse[m]], "metallicFactor": 0.0, "roughnessFactor": 1.0}
+        tex = textures.get(int(tex_index[m]))
+        if tex is not None:
+            pbr["baseColorTexture"] = {"index": tex[0]}
+        mat = {"name": model.material_name[m], "pbrMetallicRoughness": pbr,
+               "doubleSided": bool(model.material_flags[m] & MATERIAL_DOUBLE_SIDED)}
+        if diffuse[m, 3] < 1.0 or (tex is not None and tex[1]):
+            mat["alphaMode"] = "BLEND"
+        out.append(doc.add("materials", mat))
+    return out
