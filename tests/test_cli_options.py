@@ -93,7 +93,8 @@ def _wav(path, seconds=0.5, rate=8000):
 
 
 @pytest.mark.parametrize("args, needles", [
-    (["--msaa", "3"], ["msaa: 3 samples cannot be done"]), (["--msaa", "-4"], ["msaa: -4 samples cannot be done"]),
+    (["--msaa", "3"], ["--msaa: 3 samples cannot be done"]),
+    (["--msaa", "-4"], ["--msaa: -4 samples cannot be done"]),
     (["--fps", "-5"], ["--fps", "got -5"]), (["--fps", "nan"], ["--fps", "got nan"]),
     (["--fps", "0"], ["--fps", "got 0"]), (["--fps", "inf"], ["--fps"]),
     (["--palette", "0"], ["--palette", "got 0"]), (["--crowd", "100000"], ["--crowd", "from 1 to 100", "100000"]),
@@ -125,10 +126,10 @@ def test_render_audio_must_be_audio_and_go_into_a_video(mmdkit_cli, assets, tmp_
     not_audio = tmp_path / "notes.txt"
     not_audio.write_text("not a sound\n")
     code, _, err = mmdkit_cli("render", "--demo", "--audio", not_audio, "-o", tmp_path / "d.mp4")
-    assert_one_line_error(code, err, "audio", "notes.txt", "not an audio file")
+    assert_one_line_error(code, err, "--audio: ", "notes.txt", "not an audio file")
     song = _wav(tmp_path / "song.wav")
     code, _, err = mmdkit_cli("render", "--demo", "--audio", song, "-o", tmp_path / "frames")
-    assert_one_line_error(code, err, "audio", "frames", "sound needs a video output")
+    assert_one_line_error(code, err, "--audio: ", "frames", "sound needs a video output")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "song.wav"]
 
 

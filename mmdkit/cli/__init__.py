@@ -15,7 +15,7 @@ import threading
 
 import click
 
-from mmdkit.errors import MmdkitError
+from mmdkit.errors import MmdkitError, OptionError
 
 # name -> (module, one-line help shown by `mmdkit --help`)
 SUBCOMMANDS = {
@@ -76,10 +76,24 @@ def _on_sigterm(signum, frame):
     raise _Terminated(128 + signum)
 
 
-def _one_line(e: BaseException) -> str:
+def _flag_names(argv) -> dict:
+    """{parameter name: flag} of the subcommand in ``argv`` ('palette_size' → '--palette')."""
+    name = next((a for a in argv if a in SUBCOMMANDS), None)
+    command = cli.get_command(None, name) if name else None
+    if command is None:
+        return {}
+    return {p.name: max(p.opts, key=len) for p in command.params if isinstance(p, click.Option)}
+
+
+def _one_line(e: BaseException, argv) -> str:
+    """The message of ``e`` on one line; an OptionError raised below the CLI under a parameter name
+    ('msaa') is shown under the flag the user typed ('--msaa')."""
     text = str(e)
     if isinstance(e, OSError) and e.filename and e.strerror:
         text = f"{e.filename}: {e.strerror}"
+    if isinstance(e, OptionError) and e.option and not e.option.startswith("-"):
+        flag = _flag_names(argv).get(e.option)
+        text = f"{flag}: {e.detail}" if flag else text
     return " ".join(text.split("\n"))
 
 
@@ -103,7 +117,7 @@ def main(argv=None):
         e.show()
         code = e.exit_code
     except (MmdkitError, OSError) as e:
-        click.echo(f"mmdkit: error: {_one_line(e)}", err=True)
+        click.echo(f"mmdkit: error: {_one_line(e, sys.argv[1:] if argv is None else argv)}", err=True)
         code = 2
     except MemoryError:
         click.echo("mmdkit: error: out of memory (ask for fewer frames, a smaller --size or --crowd)", err=True)
