@@ -1,0 +1,70 @@
+"""Batch runs: many model × motion jobs → output folders and a results table, resumable.
+
+In: jobs (``read_manifest`` for JSON Lines/CSV, ``cross_product`` for globs), an output root (folder
+or fsspec URL), an executor (a local process pool, or Ray). Out: ``OUT/<job>/<job>.<ext>`` per output,
+``OUT/<job>/.mmdkit-job.json`` (written last: the job is done), ``OUT/results.jsonl`` + ``.csv``.
+A job whose record matches its inputs' content hash and options is skipped; see docs/batch.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mmdkit.batch.manifest import OUTPUTS, Job, cross_product, option_table, read_manifest, shard
+from mmdkit.batch.plan import FileHasher, Plan, plan
+from mmdkit.batch.progress import Progress
+from mmdkit.batch.results import read_results, write_results
+from mmdkit.batch.store import Store
+
+__all__ = ["run_batch", "BatchSummary", "Job", "OUTPUTS", "read_manifest", "cross_product", "option_table",
+           "shard", "plan", "Plan", "FileHasher", "Store", "read_results"]
+
+
+@dataclass
+class BatchSummary:
+    """What a batch did: rows (manifest order), counts by status, the results file, wall seconds."""
+
+    rows: list
+    counts: dict
+    results: str
+    seconds: float
+
+
+def run_batch(jobs, out, *, workers: int | None = None, ray: str | None = None, shard_spec: str | None = None,
+              force: bool = False, quiet: bool = True, retries: int | None = None,
+              cpus_per_job: float = 1) -> BatchSummary:
+    """Plan ``jobs`` against ``out`` and run what is not done, locally (``workers`` processes) or
+    through Ray (``ray`` = 'local', 'auto' or an address). The results table is written even when
+    the run is interrupted (it then lists the jobs that finished)."""
+    import time
+
+    t0 = time.perf_counter()
+    store = Store(out)
+    store.prepare()
+    order = {j.name: i for i, j in enumerate(jobs)}
+    the_plan = plan(shard(jobs, shard_spec), store, force=force)
+    progress = Progress(the_plan.total, quiet=quiet)
+    rows = []
+
+    def on_row(row):
+        rows.append(row)
+        progress.update(row)
+
+    for row in the_plan.skipped + the_plan.failed:
+        on_row(row)
+    try:
+        if the_plan.todo and ray:
+            from mmdkit.batch.ray_exec import run_ray
+
+            run_ray(the_plan.todo, store, on_row, address=ray, num_cpus=workers, cpus_per_job=cpus_per_job,
+                    retries=3 if retries is None else retries)
+        elif the_plan.todo:
+            from mmdkit.batch.local import run_local
+
+            run_local(the_plan.todo, store, on_row, workers=workers, retries=2 if retries is None else retries)
+    finally:
+        progress.close()
+        rows.sort(key=lambda r: order[r["name"]])
+        results = write_results(store, rows, shard_spec)
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "failed", "skipped")}
+    return BatchSummary(rows, counts, results, time.perf_counter() - t0)

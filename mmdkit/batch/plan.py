@@ -1,0 +1,91 @@
+"""Planning a batch: content hashes of the inputs, each job's key, what is already done, the order.
+
+In: named ``Job`` objects and the ``Store``. Out: ``Plan`` — the jobs to run (key set, ordered by
+model so a worker loads each model once for a run of jobs), a 'skipped' result row for each job
+whose record matches its key and whose outputs are all there, and a 'failed' row for each job whose
+input file is missing. Each file is hashed once per run (cached by path, size and mtime).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, replace
+
+import mmdkit
+
+KEY_VERSION = 1
+"""Bumped when the meaning of a job key changes (every job then runs again)."""
+
+
+class FileHasher:
+    """sha256 of file contents, cached by (absolute path, size, mtime): a file is read once per run."""
+
+    def __init__(self):
+        self._cache = {}
+
+    def digest(self, path: str) -> str:
+        st = os.stat(path)
+        sig = (st.st_size, st.st_mtime_ns)
+        hit = self._cache.get(path)
+        if hit is not None and hit[0] == sig:
+            return hit[1]
+        with open(path, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        self._cache[path] = (sig, digest)
+        return digest
+
+
+def job_key(job, hasher: FileHasher) -> str:
+    """Hash of what decides a job's outputs: input contents, outputs, options, mmdkit's version.
+    OSError when an input file is missing."""
+    spec = {"v": KEY_VERSION, "mmdkit": mmdkit.__version__, "outputs": list(job.outputs),
+            "inputs": {role: hasher.digest(path) for role, path in job.inputs().items()},
+            "settings": {o: job.output_settings(o) for o in job.outputs}}
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def job_row(job, status: str, **fields) -> dict:
+    """A results row for ``job`` (see docs/batch.md for the columns)."""
+    row = {"name": job.name, "status": status, "model": job.model, "motion": job.motion, "where": job.where,
+           "seconds": 0.0, "frames": 0, "outputs": [], "warnings": [], "error": None}
+    row.update(fields)
+    return row
+
+
+@dataclass
+class Plan:
+    todo: list
+    skipped: list
+    failed: list
+
+    @property
+    def total(self) -> int:
+        return len(self.todo) + len(self.skipped) + len(self.failed)
+
+
+def plan(jobs, store, hasher: FileHasher | None = None, *, force: bool = False) -> Plan:
+    """Split ``jobs`` into to-run (keyed, grouped by model), skipped (done, unchanged) and failed
+    (an input file missing or unreadable). ``force``: run every job again."""
+    hasher = hasher or FileHasher()
+    todo, skipped, failed = [], [], []
+    for job in jobs:
+        try:
+            key = job_key(job, hasher)
+        except OSError as e:
+            failed.append(job_row(job, "failed", error=f"{job.where}: {e.filename}: {e.strerror}"))
+            continue
+        job = replace(job, key=key)
+        record = None if force else store.read_record(job.name)
+        if record and record.get("key") == key and store.has_outputs(job.name, record.get("outputs", ())):
+            skipped.append(job_row(job, "skipped", frames=record.get("frames", 0),
+                                   outputs=[{"path": store.location(job.name, o["filename"]), "size": o["size"]}
+                                            for o in record["outputs"]]))
+        else:
+            todo.append(job)
+    first = {}
+    for i, job in enumerate(todo):
+        first.setdefault(job.model, i)
+    todo.sort(key=lambda j: first[j.model])  # stable: manifest order within a model
+    return Plan(todo, skipped, failed)

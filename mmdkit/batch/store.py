@@ -1,0 +1,128 @@
+"""Where a batch's outputs go: a local folder, or an fsspec URL (s3://, gs://, file://, ...).
+
+In: the output root as typed. Out: ``Store`` — per job a local folder to write into (the job's own
+folder when the root is local; a temporary folder uploaded file by file when it is a URL), the job
+record (``<job>/.mmdkit-job.json``, always written last, so a job without one is not done) and
+whole small files (results tables) written atomically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+
+from mmdkit.fileutil import atomic_path
+
+RECORD = ".mmdkit-job.json"
+"""The job record's file name inside each job folder."""
+
+
+def is_url(root: str) -> bool:
+    return re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", root) is not None
+
+
+class Store:
+    """The output root of a batch (a folder or an fsspec URL). Picklable: workers rebuild it."""
+
+    def __init__(self, root):
+        self.root = os.fspath(root)
+        self.url = is_url(self.root)
+        if not self.url:
+            self.root = os.path.abspath(self.root)
+        self._fs = None
+
+    def __getstate__(self):
+        return {"root": self.root, "url": self.url, "_fs": None}
+
+    @property
+    def fs(self):
+        if self._fs is None:
+            import fsspec
+
+            self._fs, _ = fsspec.core.url_to_fs(self.root)
+        return self._fs
+
+    def _remote(self, *parts) -> str:
+        _, path = __import__("fsspec").core.url_to_fs(self.root)
+        return "/".join([path.rstrip("/"), *parts])
+
+    def location(self, name: str, filename: str) -> str:
+        """Where a job's file ends up, as a path or URL (what results.jsonl reports)."""
+        parts = [p for p in (name, filename) if p]
+        if self.url:
+            return "/".join([self.root.rstrip("/"), *parts])
+        return os.path.join(self.root, *parts)
+
+    def prepare(self) -> None:
+        """Create the root (a local folder; a URL's bucket must exist)."""
+        if self.url:
+            self.fs.makedirs(self._remote(), exist_ok=True)
+        else:
+            os.makedirs(self.root, exist_ok=True)
+
+    def read_record(self, name: str) -> dict | None:
+        """The job record of job ``name``, or None when there is none (or it is unreadable)."""
+        try:
+            if self.url:
+                text = self.fs.cat_file(self._remote(name, RECORD)).decode("utf-8")
+            else:
+                with open(os.path.join(self.root, name, RECORD), encoding="utf-8") as f:
+                    text = f.read()
+            record = json.loads(text)
+        except (OSError, ValueError):
+            return None
+        return record if isinstance(record, dict) else None
+
+    def has_outputs(self, name: str, outputs) -> bool:
+        """True when every {filename, size} of ``outputs`` exists with that size."""
+        try:
+            for o in outputs:
+                if self.url:
+                    size = self.fs.size(self._remote(name, o["filename"]))
+                else:
+                    size = os.path.getsize(os.path.join(self.root, name, o["filename"]))
+                if size != o["size"]:
+                    return False
+        except (OSError, KeyError, TypeError):
+            return False
+        return True
+
+    @contextlib.contextmanager
+    def job_folder(self, name: str):
+        """A local folder for job ``name``'s outputs: its own folder (outputs written atomically into
+        it) or, for a URL, a temporary one that ``publish`` uploads from and which is removed after."""
+        if not self.url:
+            folder = os.path.join(self.root, name)
+            os.makedirs(folder, exist_ok=True)
+            yield folder
+            return
+        folder = tempfile.mkdtemp(prefix=f"mmdkit-batch-{name[:40]}-")
+        try:
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def publish(self, name: str, folder: str, filenames) -> None:
+        """Upload ``filenames`` from the temporary ``folder`` (URL roots; local roots have them already)."""
+        if self.url:
+            self.fs.makedirs(self._remote(name), exist_ok=True)
+            for fn in filenames:
+                self.fs.put_file(os.path.join(folder, fn), self._remote(name, fn))
+
+    def write_record(self, name: str, record: dict) -> None:
+        """Write the job record — the last file of a job; its presence means the job is complete."""
+        self.write_text(f"{name}/{RECORD}", json.dumps(record, indent=1, sort_keys=True))
+
+    def write_text(self, relpath: str, text: str) -> None:
+        """Write a small text file under the root, atomically where the root is local."""
+        if self.url:
+            with self.fs.open(self._remote(*relpath.split("/")), "w", encoding="utf-8") as f:
+                f.write(text)
+            return
+        path = os.path.join(self.root, *relpath.split("/"))
+        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)

@@ -1,0 +1,157 @@
+"""Running one batch job inside a worker process (a local pool's or a Ray worker's).
+
+In: a planned ``Job`` and the ``Store``. Out: a results row (status ok or failed, seconds, frames,
+output paths and sizes, warnings, the one-line error). Outputs are written atomically, the job
+record last. The worker keeps one model loaded (keyed by path, size and mtime) and drops it when a
+job needs another, so memory stays flat however many jobs a worker runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+
+from mmdkit.batch.manifest import RENDER_OUTPUTS, parse_range
+from mmdkit.batch.plan import job_row
+from mmdkit.errors import MmdkitError, OptionError
+from mmdkit.fileutil import atomic_path
+
+MOTION_FPS = 30.0
+SHOWN_WARNINGS = 5
+"""Load warnings of one file kept in a results row; the rest are counted."""
+
+_model_cache = {"sig": None, "model": None}
+
+
+def init_worker(threads: int) -> None:
+    """Worker initializer: numba uses ``threads`` threads (workers × threads ≤ cores)."""
+    import numba
+
+    numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+
+
+def cached_model(path: str):
+    """The Model at ``path``, loaded once while consecutive jobs use it; the previous one is dropped."""
+    st = os.stat(path)
+    sig = (path, st.st_size, st.st_mtime_ns)
+    if _model_cache["sig"] != sig:
+        _model_cache.update(sig=None, model=None)
+        gc.collect()
+        _model_cache["model"] = _load(path, "Model", "model (.pmx/.pmd/.glb/.gltf)")
+        _model_cache["sig"] = sig
+    return _model_cache["model"]
+
+
+def _load(path: str, cls_name: str, what: str, classes=None):
+    import mmdkit
+
+    obj = mmdkit.load(path)
+    classes = classes or (getattr(mmdkit, cls_name),)
+    if not isinstance(obj, classes):
+        raise OptionError(path, f"is a {type(obj).__name__}, expected a {what}")
+    return obj
+
+
+def _file_warnings(label: str, obj) -> list:
+    ws = [f"{label}: {w}" for w in getattr(obj, "warnings", [])[:SHOWN_WARNINGS]]
+    more = len(getattr(obj, "warnings", [])) - SHOWN_WARNINGS
+    return ws + ([f"{label}: {more} more warnings"] if more > 0 else [])
+
+
+def output_frames_for(motion, camera, settings: dict):
+    """(F,) motion frames and the output fps for an output's ``frames``/``fps`` settings."""
+    from mmdkit.export.bake import output_frames
+
+    fps = float(settings["fps"])
+    spec = settings.get("frames")
+    start, end, step = parse_range(spec, "frames") if spec else (0.0, None, None)
+    if end is None:
+        end = max(getattr(motion, "last_frame", 0) or 0, getattr(camera, "last_frame", 0) or 0)
+    if step is not None:
+        fps = MOTION_FPS / step
+    return output_frames(motion, fps, start, end), fps
+
+
+def _size(value) -> tuple:
+    try:
+        w, h = (int(v) for v in str(value).lower().split("x"))
+    except ValueError:
+        raise OptionError("size", f"'{value}' is not WIDTHxHEIGHT") from None
+    return w, h
+
+
+def _produce(job, output: str, folder: str, model, motion, camera, warn) -> dict:
+    """Write one output of ``job`` into ``folder`` atomically; returns {filename, size, frames}."""
+    settings = job.output_settings(output)
+    frames, fps = output_frames_for(motion, camera, settings)
+    filename = f"{job.name}.{output}"
+    target = os.path.join(folder, filename)
+    with atomic_path(target, "." + output) as tmp:
+        if output in RENDER_OUTPUTS:
+            from mmdkit.render.pipeline import render_motion
+
+            render_motion(model, motion, tmp, frames=frames[:1] if output == "png" else frames, camera=camera,
+                          size=_size(settings.get("size", "1280x720")), fps=fps, msaa=int(settings.get("msaa", 4)),
+                          physics=bool(settings["physics"]), audio=job.audio if output == "mp4" else None,
+                          progress=False, warn=warn)
+        else:
+            from mmdkit.export import export
+
+            opts = {k: v for k, v in settings.items() if k not in ("frames", "fps", "physics")}
+            export(model, motion, tmp, frames=frames, fps=fps, physics=bool(settings["physics"]),
+                   camera=camera if output in ("glb", "gltf") else None, warn=warn, **opts)
+    return {"filename": filename, "size": os.path.getsize(target), "frames": 1 if output == "png" else len(frames)}
+
+
+def _test_exit_hook(job) -> None:
+    """Test hook (``test_exit_once``): the first attempt creates the marker file and dies abruptly."""
+    if job.test_exit_once and not os.path.exists(job.test_exit_once):
+        with open(job.test_exit_once, "w") as f:
+            f.write(str(os.getpid()))
+        os._exit(17)
+
+
+def one_line(e: BaseException) -> str:
+    """An exception as the one line a results row reports."""
+    if isinstance(e, OSError) and e.filename and e.strerror:
+        return f"{e.filename}: {e.strerror}"
+    text = " ".join(str(e).split())
+    return text if isinstance(e, MmdkitError) else f"{type(e).__name__}: {text}"
+
+
+def _run(job, store, warnings: list) -> tuple[list, int]:
+    from mmdkit.animation.motion import Motion, Pose
+
+    warn = lambda msg: warnings.append(" ".join(str(msg).split()))  # noqa: E731
+    model = cached_model(job.model)
+    warnings.extend(_file_warnings(job.model, model))
+    motion = _load(job.motion, "Motion", "motion (.vmd) or pose (.vpd)", (Motion, Pose)) if job.motion else None
+    camera = _load(job.camera, "Motion", "camera motion (.vmd)") if job.camera else None
+    for label, obj in ((job.motion, motion), (job.camera, camera)):
+        warnings.extend(_file_warnings(label, obj) if obj is not None else [])
+    done, frames = [], 0
+    with store.job_folder(job.name) as folder:
+        for output in job.outputs:
+            done.append(_produce(job, output, folder, model, motion, camera, warn))
+            frames = max(frames, done[-1]["frames"])
+            _test_exit_hook(job)
+        store.publish(job.name, folder, [d["filename"] for d in done])
+    return done, frames
+
+
+def run_job(job, store) -> dict:
+    """Run ``job``; never raises for a job's own problem (a failed row names it on one line)."""
+    t0 = time.perf_counter()
+    warnings = []
+    try:
+        done, frames = _run(job, store, warnings)
+        seconds = time.perf_counter() - t0
+        record = {"key": job.key, "name": job.name, "frames": frames, "seconds": round(seconds, 3),
+                  "outputs": [{"filename": d["filename"], "size": d["size"]} for d in done]}
+        store.write_record(job.name, record)
+    except (Exception, MemoryError) as e:  # a job's failure is its row, never the batch's end
+        return job_row(job, "failed", seconds=round(time.perf_counter() - t0, 3), warnings=warnings,
+                       error=f"{one_line(e)}", pid=os.getpid())
+    return job_row(job, "ok", seconds=round(seconds, 3), frames=frames, warnings=warnings, pid=os.getpid(),
+                   outputs=[{"path": store.location(job.name, d["filename"]), "size": d["size"]} for d in done])
