@@ -12,28 +12,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
-from pathlib import Path
 
 import numpy as np
+from bench_gltf import ASSETS, timed_ms  # the same assets folder and warm median/min timer
 
 import mmdkit
 from mmdkit.importers import load_gltf_scene
 from mmdkit.runtime import Character
-
-ASSETS = Path(os.environ.get("MMDKIT_ASSETS", Path(__file__).resolve().parents[2] / "shared" / "assets"))
-
-
-def timed_ms(fn, repeat, clock=time.perf_counter, warm=1):
-    for _ in range(warm):
-        fn()
-    times = []
-    for _ in range(repeat):
-        t = clock()
-        fn()
-        times.append((clock() - t) * 1000)
-    return statistics.median(times), min(times)
 
 
 def pose_costs(model, motion, repeat):

@@ -2,10 +2,10 @@
 
 In: the scene, its ``Skeleton`` and ``Space`` (from ``import_scene``) and a clip name or index.
 Out: a ``Motion`` with one linear key per frame f = 0 … ⌈30·duration⌉ (time min(f/30, duration)
-s) for every bone that moves: local rotation q = R_parent⁻¹·rot(W_parent⁻¹·W_i)… as the module
-``mmdkit.importers.scene`` derives (W_i(t) = rigid(J_i(t))·R_i⁻¹), and morph keys named by target
-(weight − the default weight baked into the mesh). Scale that differs from the bind is dropped
-with a warning (MMD bones have none).
+s) for every bone that moves — with W_i(t) = rigid(J_i(t))·R_i⁻¹ (``mmdkit.importers.scene``) and
+x its translation, rotation q = rot(W_P)⁻¹·rot(W_i) and translation t = rot(W_P)⁻¹·(x_i − x_P) −
+(p_i − p_P) under parent bone P — and morph keys named by target (weight − the default weight
+baked into the mesh). Scale that differs from the bind is dropped with a warning.
 """
 
 from __future__ import annotations
