@@ -25,6 +25,11 @@ FPS = 30.0
 """Motion frames per second (VMD keys are at 30 fps)."""
 
 
+def _state_view(name: str, doc: str) -> property:
+    """A read-only property returning the pose state's array ``name``."""
+    return property(lambda self: getattr(self.state, name), doc=doc)
+
+
 class Character:
     """Model + motion + own pose state (+ physics, skinner). Many characters may share one Model.
 
@@ -72,33 +77,13 @@ class Character:
         return self.bound.unbound_bones, self.bound.unbound_morphs
 
     # --- views of the pose state ---------------------------------------------------------
-    @property
-    def bone_world(self) -> np.ndarray:
-        return self.state.bone_world
-
-    @property
-    def bone_skin(self) -> np.ndarray:
-        return self.state.bone_skin
-
-    @property
-    def morph_weight(self) -> np.ndarray:
-        return self.state.morph_weight
-
-    @property
-    def vertex_offset(self) -> np.ndarray:
-        return self.state.vertex_offset
-
-    @property
-    def uv_offset(self) -> np.ndarray:
-        return self.state.uv_offset
-
-    @property
-    def additional_uv_offset(self) -> np.ndarray:
-        return self.state.additional_uv_offset
-
-    @property
-    def ik_enabled(self) -> np.ndarray:
-        return self.state.ik_enabled
+    bone_world = _state_view("bone_world", "(B,4,4) float32 model space, after both passes")
+    bone_skin = _state_view("bone_skin", "(B,4,4) float32 = bone_world @ translate(-rest position)")
+    morph_weight = _state_view("morph_weight", "(N,) float32 after group/flip expansion")
+    vertex_offset = _state_view("vertex_offset", "(V,3) float32 summed vertex-morph offsets")
+    uv_offset = _state_view("uv_offset", "(V,4) float32 summed UV-morph offsets")
+    additional_uv_offset = _state_view("additional_uv_offset", "(V,A,4) float32 additional-UV morph offsets")
+    ik_enabled = _state_view("ik_enabled", "(K,) uint8 IK solvers on this frame")
 
     @property
     def visible(self) -> bool:
