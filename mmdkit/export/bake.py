@@ -109,8 +109,8 @@ def _simulated_frames(frames: np.ndarray, physics_on: bool) -> tuple[np.ndarray,
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def local_from_world(parent, position, world_p, world_q, local_t_out, local_q_out):
-    """MMD-local transforms from world ones: local_q = q_parent⁻¹ ⊗ q, local_t = R_parent⁻¹ ·
-    (p − p_parent) − (rest − rest_parent) (roots: q and p − rest). parent (B,) int32, position
+    """MMD-local transforms from world ones: local_q = q_parent⁻¹ ⊗ q (both made unit), local_t =
+    R_parent⁻¹ · (p − p_parent) − (rest − rest_parent) (roots: q and p − rest). parent (B,) int32, position
     (B,3) float64 rest; world_p (F,B,3), world_q (F,B,4) float64 model space → local_t_out (F,B,3),
     local_q_out (F,B,4) float64."""
     for f in prange(world_p.shape[0]):
@@ -129,6 +129,10 @@ def local_from_world(parent, position, world_p, world_q, local_t_out, local_q_ou
                 px, py, pz, pw = 0.0, 0.0, 0.0, 1.0
                 dx, dy, dz = world_p[f, b, 0], world_p[f, b, 1], world_p[f, b, 2]
                 rx, ry, rz = position[b, 0], position[b, 1], position[b, 2]
+            n = math.sqrt(px * px + py * py + pz * pz + pw * pw)  # the engine's worlds drift ~1e-5 off unit
+            px, py, pz, pw = px / n, py / n, pz / n, pw / n
+            n = math.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+            qx, qy, qz, qw = qx / n, qy / n, qz / n, qw / n
             v = qrot_scalar(px, py, pz, pw, dx, dy, dz)
             q = qmul_scalar(px, py, pz, pw, qx, qy, qz, qw)
             if q[3] < 0.0:  # one hemisphere: neighbouring frames interpolate the short way

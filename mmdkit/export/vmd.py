@@ -1,0 +1,260 @@
+"""Baked VMD: a motion that replays a pipeline run (IK, append, morphs, physics) with IK and physics off.
+
+In: a ``BakedMotion`` (whole motion frames), the source ``Motion`` (its morph keys and property
+keys are copied), an optional reduction tolerance. Out: a .vmd (atomically) whose bone keys give
+every bone the baked local transform: IK links keyed with their solved rotations and every IK
+solver switched off by property keys; physics-driven bones keyed with the per-key physics-off
+flag; append (付与) bones keyed with their own part only (playback re-applies the append, which
+is computed here exactly as the pose kernels will); bone-morph parts taken out of the keys
+(the morph keys are copied, so playback adds them back). Keys are linear; ``reduce`` drops keys
+that interpolation between the kept neighbours reproduces within the tolerance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from numba import njit, prange
+
+from mmdkit.animation.binding import match_tracks
+from mmdkit.animation.build import build_motion
+from mmdkit.animation.builder import MotionBuilder
+from mmdkit.animation.curves import interpolation_block
+from mmdkit.animation.motion import Motion, Pose
+from mmdkit.errors import OptionError
+from mmdkit.fileutil import atomic_path
+from mmdkit.mathutil import qmul_scalar, qscale_angle_scalar, qslerp_scalar
+from mmdkit.model import model as M
+from mmdkit.pose.morph import apply_bone_morphs
+from mmdkit.pose.rig import rig_for
+from mmdkit.formats.vmd import TRACK_NAME_SIZE
+from mmdkit.text import decode_field, encode_cp932, encode_field, strip_field
+
+OPTIONS = ("reduce",)
+MAX_SPAN = 600
+"""Longest gap (frames) between two kept keys when reducing (bounds the fitting time)."""
+_MORPH_FIELDS = ("morph_track_name", "morph_track_name_bytes", "morph_key_track", "morph_key_frame",
+                 "morph_key_weight")
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def own_part(order, flags, append_parent, append_ratio, local_t, local_q, world_q, morph_t, morph_q,
+             anim_t_out, anim_q_out, app_t_out, app_q_out, key_t_out, key_q_out):
+    """Per frame, the VMD key that gives each bone its baked local transform with IK off.
+
+    Model inputs: order (P,) int32 evaluation order; flags (B,) int32; append_parent (B,) int32;
+    append_ratio (B,) float64. Baked (F frames, parent-local / model space, float64): local_t
+    (F,B,3), local_q (F,B,4), world_q (F,B,4); bone-morph parts morph_t (F,B,3), morph_q (F,B,4).
+    Out (F,B,·) float64: anim_* (key + morphs), app_* (the append playback computes, as
+    ``pose.fk.update_local``), key_t (F,B,3) = anim_t − morph_t, key_q (F,B,4) = anim_q ⊗ morph_q⁻¹,
+    from local = append ⊗ anim (IK off)."""
+    for f in prange(local_t.shape[0]):
+        for i in range(order.shape[0]):
+            b = order[i]
+            fl = flags[b]
+            ap = append_parent[b]
+            s = ap if ap >= 0 else b
+            fs = flags[s]
+            aps = append_parent[s]
+            ratio = append_ratio[b]
+            ax, ay, az, aw = 0.0, 0.0, 0.0, 1.0
+            tx, ty, tz = 0.0, 0.0, 0.0
+            if ap >= 0 and fl & M.BONE_APPEND_ROTATION:
+                if fl & M.BONE_APPEND_LOCAL:
+                    src = (world_q[f, s, 0], world_q[f, s, 1], world_q[f, s, 2], world_q[f, s, 3])
+                elif (fs & M.BONE_APPEND_ROTATION) and aps >= 0:
+                    src = (app_q_out[f, s, 0], app_q_out[f, s, 1], app_q_out[f, s, 2], app_q_out[f, s, 3])
+                else:
+                    src = (anim_q_out[f, s, 0], anim_q_out[f, s, 1], anim_q_out[f, s, 2], anim_q_out[f, s, 3])
+                ax, ay, az, aw = qscale_angle_scalar(src[0], src[1], src[2], src[3], ratio)
+            if ap >= 0 and fl & M.BONE_APPEND_TRANSLATION:
+                if (fs & M.BONE_APPEND_TRANSLATION) and aps >= 0:
+                    tx, ty, tz = app_t_out[f, s, 0], app_t_out[f, s, 1], app_t_out[f, s, 2]
+                else:
+                    tx, ty, tz = anim_t_out[f, s, 0], anim_t_out[f, s, 1], anim_t_out[f, s, 2]
+                tx, ty, tz = tx * ratio, ty * ratio, tz * ratio
+            q = qmul_scalar(-ax, -ay, -az, aw, local_q[f, b, 0], local_q[f, b, 1], local_q[f, b, 2], local_q[f, b, 3])
+            k = qmul_scalar(q[0], q[1], q[2], q[3], -morph_q[f, b, 0], -morph_q[f, b, 1], -morph_q[f, b, 2],
+                            morph_q[f, b, 3])
+            if k[3] < 0.0:
+                k = (-k[0], -k[1], -k[2], -k[3])
+            ts = (local_t[f, b, 0] - tx, local_t[f, b, 1] - ty, local_t[f, b, 2] - tz)
+            for c in range(4):
+                app_q_out[f, b, c] = (ax, ay, az, aw)[c]
+                anim_q_out[f, b, c] = q[c]
+                key_q_out[f, b, c] = k[c]
+            for c in range(3):
+                app_t_out[f, b, c] = (tx, ty, tz)[c]
+                anim_t_out[f, b, c] = ts[c]
+                key_t_out[f, b, c] = ts[c] - morph_t[f, b, c]
+
+
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def _fits(frame, key_t, key_q, b, a, j, tol):
+    """True when linear keys at frames a and j reproduce every frame between them within tol
+    (translation distance in units, rotation angle in radians) for bone b."""
+    span = frame[j] - frame[a]
+    for i in range(a + 1, j):
+        u = (frame[i] - frame[a]) / span
+        d = 0.0
+        for c in range(3):
+            e = key_t[a, b, c] + (key_t[j, b, c] - key_t[a, b, c]) * u - key_t[i, b, c]
+            d += e * e
+        if d > tol * tol:
+            return False
+        q = qslerp_scalar(key_q[a, b, 0], key_q[a, b, 1], key_q[a, b, 2], key_q[a, b, 3],
+                          key_q[j, b, 0], key_q[j, b, 1], key_q[j, b, 2], key_q[j, b, 3], u)
+        dot = abs(q[0] * key_q[i, b, 0] + q[1] * key_q[i, b, 1] + q[2] * key_q[i, b, 2] + q[3] * key_q[i, b, 3])
+        if 2.0 * np.arccos(min(1.0, dot)) > tol:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def reduce_keys(frame, key_t, key_q, tol, max_span, keep_out):
+    """Greedy linear key reduction: keep_out (F,B) bool marks the keys kept per bone (first and
+    last always); frame (F,) float64; key_t (F,B,3), key_q (F,B,4) float64."""
+    F, B = key_t.shape[0], key_t.shape[1]
+    for b in prange(B):
+        for f in range(F):
+            keep_out[f, b] = False
+        keep_out[0, b] = True
+        keep_out[F - 1, b] = True
+        a = 0
+        j = 2
+        while j < F:
+            if j - a <= max_span and _fits(frame, key_t, key_q, b, a, j, tol):
+                j += 1
+            else:
+                keep_out[j - 1, b] = True
+                a = j - 1
+                j = a + 2
+
+
+def _morph_parts(rig, morph_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bone-morph translation (F,B,3) / rotation (F,B,4) float64 per frame from morph_weight (F,N)
+    (effective weights), as ``pose.morph.apply_bone_morphs`` composes them."""
+    F, B = morph_weight.shape[0], len(rig.bone_parent)
+    t = np.zeros((F, B, 3))
+    q = np.zeros((F, B, 4))
+    q[..., 3] = 1.0
+    w = morph_weight.astype(np.float64)
+    if len(rig.bone_morph_bone):
+        for f in np.nonzero((w != 0).any(axis=1))[0]:
+            apply_bone_morphs(w[f], rig.bone_morph_start, rig.bone_morph_bone, rig.bone_morph_translation,
+                              rig.bone_morph_rotation, t[f], q[f])
+    return t, q
+
+
+def bake_keys(baked) -> tuple[np.ndarray, np.ndarray]:
+    """The VMD keys (F,B,3) translation / (F,B,4) rotation float64 that replay ``baked`` with IK and
+    physics off (see the module docstring)."""
+    rig = rig_for(baked.model)
+    F, B = baked.bone_local_translation.shape[:2]
+    morph_t, morph_q = _morph_parts(rig, baked.morph_weight)
+    scratch = [np.empty((F, B, n)) for n in (3, 4, 3, 4)]
+    key_t, key_q = np.empty((F, B, 3)), np.empty((F, B, 4))
+    order = np.concatenate([rig.bone_pass_before, rig.bone_pass_after]).astype(np.int32)
+    own_part(order, rig.bone_flags, rig.bone_append_parent, rig.bone_append_ratio, baked.bone_local_translation,
+             baked.bone_local_rotation, baked.bone_world_rotation, morph_t, morph_q, *scratch, key_t, key_q)
+    return key_t, key_q
+
+
+def _bindable(model, bones: np.ndarray) -> np.ndarray:
+    """(B,) bool: bones whose VMD track (name cut to 15 cp932 bytes, as the file stores it) binds
+    back to the same bone — a longer name whose cut form names another bone cannot be keyed."""
+    raw = [strip_field(encode_field(model.bone_name[b], TRACK_NAME_SIZE)) for b in bones]
+    owner, _ = match_tracks(model.bone_name, [decode_field(r)[0] for r in raw], raw, TRACK_NAME_SIZE)
+    ok = np.zeros(model.num_bones, bool)
+    ok[bones[owner == bones]] = True
+    return ok
+
+
+def _key_frames(baked) -> np.ndarray:
+    f = np.round(baked.frames)
+    if np.abs(baked.frames - f).max() > 1e-6 or (len(f) > 1 and (np.diff(f) <= 0).any()):
+        raise OptionError("frames", "a VMD keys whole, increasing motion frames; use --fps 30 or a divisor of 30 "
+                                    "and a whole start frame")
+    return f.astype(np.int64)
+
+
+def _check_tolerance(reduce) -> float | None:
+    if reduce is None:
+        return None
+    try:
+        tol = float(reduce)
+    except (TypeError, ValueError):
+        raise OptionError("reduce", f"{reduce!r} is not a number") from None
+    if not (np.isfinite(tol) and tol >= 0):
+        raise OptionError("reduce", f"the tolerance must be a finite number >= 0, not {tol:g}")
+    return tol
+
+
+def _base_motion(model, motion, first_frame: int) -> dict:
+    """Motion fields with the source's morph keys and its property keys, every IK solver off."""
+    mb = MotionBuilder(model_name=getattr(motion, "model_name", "") or model.name)
+    ik_off = {model.bone_name[b]: False for b in np.asarray(model.ik_bone)}
+    frames, visible = [], []
+    if isinstance(motion, Motion) and motion.num_property_keys:
+        frames, visible = list(motion.property_key_frame), list(motion.property_key_visible)
+    if not frames or min(frames) > first_frame:
+        frames.insert(0, 0)
+        visible.insert(0, 1)
+    for f, v in zip(frames, visible):
+        mb.add_property_key(int(f), visible=bool(v), ik=ik_off)
+    fields = {f.name: getattr(mb.build(), f.name) for f in dataclasses.fields(Motion)}
+    if isinstance(motion, Motion):
+        fields.update({k: getattr(motion, k) for k in _MORPH_FIELDS})
+    fields["warnings"] = ()
+    return fields
+
+
+def baked_motion(baked, motion=None, *, reduce=None, warn=print) -> tuple[Motion, dict]:
+    """The baked VMD as a ``Motion`` (and counts: keys, full, bones keyed) — see module docstring."""
+    tol = _check_tolerance(reduce)
+    model = baked.model
+    frames = _key_frames(baked)
+    if isinstance(motion, Pose):
+        from mmdkit.animation.vpd import motion_from_pose
+
+        motion = motion_from_pose(motion)
+    key_t, key_q = bake_keys(baked)
+    F, B = key_t.shape[:2]
+    moving = (np.abs(key_t).max(axis=(0, 2)) > 1e-7) | (np.abs(key_q[..., :3]).max(axis=(0, 2)) > 1e-7)
+    bindable = _bindable(model, np.nonzero(moving)[0])
+    lost = moving & ~bindable
+    if lost.any():
+        warn(f"{int(lost.sum())} bones cannot be keyed in a VMD (their names, cut to {TRACK_NAME_SIZE} bytes, "
+             f"name another bone): {', '.join(model.bone_name[b] for b in np.nonzero(lost)[0][:8])}")
+    moving &= bindable
+    keep = np.ones((F, B), bool)
+    if tol is not None and F > 2:
+        reduce_keys(baked.frames, key_t, key_q, tol, MAX_SPAN, keep)
+    keep &= moving[None]
+    fi, bi = np.nonzero(keep.T)[1], np.nonzero(keep.T)[0]  # grouped by bone, frames ascending
+    names = tuple(model.bone_name[b] for b in np.nonzero(moving)[0])
+    track_of = np.full(B, -1, np.int32)
+    track_of[moving] = np.arange(len(names))
+    blocks = np.stack([interpolation_block(None, True), interpolation_block(None, False)])
+    fields = _base_motion(model, motion, int(frames[0]))
+    fields.update(bone_track_name=names, bone_track_name_bytes=tuple(encode_cp932(n) for n in names),
+                  bone_key_track=track_of[bi], bone_key_frame=frames[fi],
+                  bone_key_translation=key_t[fi, bi].astype(np.float32),
+                  bone_key_rotation=key_q[fi, bi].astype(np.float32),
+                  bone_key_interpolation=blocks[baked.bone_driven[bi].astype(np.int64)], bone_key_physics=None)
+    counts = {"bone_keys": int(len(fi)), "full_keys": int(F * B), "bones_keyed": len(names),
+              "bones_not_keyable": int(lost.sum())}
+    return build_motion(fields), counts
+
+
+def write(baked, path, *, motion=None, warn=print, reduce=None) -> dict:
+    """``baked`` → ``path`` (.vmd); returns a summary dict (keys written, one-per-bone-per-frame count)."""
+    from mmdkit.formats.io import serialize
+
+    out, counts = baked_motion(baked, motion, reduce=reduce, warn=warn)
+    data = serialize(out, ".vmd", str(path))
+    with atomic_path(path, ".vmd.part") as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
+    return {"path": str(path), "format": "vmd", "frames": baked.num_frames, **counts, "physics": baked.physics}
