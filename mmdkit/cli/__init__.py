@@ -24,6 +24,7 @@ SUBCOMMANDS = {
     "pose": ("mmdkit.cli.pose", "Pose a model with a motion over frames and write arrays (.npz)."),
     "bench": ("mmdkit.cli.bench", "Time each per-frame stage (sample, morph, bones, physics, skin)."),
     "render": ("mmdkit.cli.render", "Render a model dancing to a motion into a video, a PNG or PNG frames."),
+    "export": ("mmdkit.cli.export", "Bake a motion (IK, physics) into glTF/GLB, BVH, a baked VMD or dataset arrays."),
     "batch": ("mmdkit.cli.batch", "Run many model × motion jobs (manifest or globs) to npz/glb/bvh/vmd/mp4, resumable."),
 }
 

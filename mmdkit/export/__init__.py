@@ -13,20 +13,20 @@ import importlib
 import os
 
 from mmdkit.errors import OptionError
-from mmdkit.export.bake import BakedMotion, bake, output_frames
+from mmdkit.export.bake import BakedMotion, bake, check_fps, output_frames
 
 WRITERS = {".npz": "mmdkit.export.npz", ".bvh": "mmdkit.export.bvh", ".vmd": "mmdkit.export.vmd",
            ".glb": "mmdkit.export.gltf", ".gltf": "mmdkit.export.gltf"}
 """Output extension → writer module (imported on first use)."""
 
-__all__ = ["export", "bake", "BakedMotion", "output_frames", "WRITERS", "writer_for"]
+__all__ = ["export", "bake", "BakedMotion", "output_frames", "check_fps", "WRITERS", "writer_for"]
 
 
-def writer_for(path):
-    """The writer module for ``path``'s extension, or OptionError('path') naming the known ones."""
+def writer_for(path, option: str = "path"):
+    """The writer module for ``path``'s extension, or OptionError(option) naming the known ones."""
     ext = os.path.splitext(os.fspath(path))[1].lower()
     if ext not in WRITERS:
-        raise OptionError("path", f"{os.fspath(path)}: cannot export to '{ext or '(no extension)'}'; "
+        raise OptionError(option, f"{os.fspath(path)}: cannot export to '{ext or '(no extension)'}'; "
                                   f"use one of {', '.join(WRITERS)}")
     return importlib.import_module(WRITERS[ext])
 

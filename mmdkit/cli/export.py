@@ -1,0 +1,70 @@
+"""`mmdkit export MODEL [MOTION] -o OUT.{glb,gltf,bvh,vmd,npz}`: the motion baked through the full pipeline.
+
+In: a PMX/PMD model, optionally a VMD motion (or VPD pose) and a camera VMD, options. Out: the
+file ``mmdkit.export.export`` writes for the output's extension (see docs/export.md) and one
+summary line.
+"""
+
+from __future__ import annotations
+
+import click
+
+from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, parse_frames,
+                                report_binding, show_progress, warn)
+from mmdkit.cli._output import check_output, writing
+
+
+@click.command("export")
+@click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
+@click.argument("motion_path", metavar="[MOTION]", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Output file: .glb/.gltf (mesh + animation), .bvh (skeleton), .vmd (baked motion), "
+                   ".npz (dataset arrays).")
+@click.option("--frames", default="0:", show_default=True,
+              help=FRAMES_HELP + " Without a STEP, frames are 30/--fps motion frames apart.")
+@click.option("--fps", default=30.0, show_default=True, type=float, help="Output frames per second.")
+@click.option("--physics/--no-physics", default=True, show_default=True, help=PHYSICS_HELP)
+@click.option("--camera", "camera_path", type=click.Path(exists=True, dir_okay=False),
+              help="Camera VMD to export as an animated camera (glTF).")
+@click.option("--joints", type=click.Choice(["all", "humanoid"]), default=None,
+              help="Joints of .npz/.bvh output: every bone (default) or the humanoid list of docs/export.md.")
+@click.option("--scale", type=float, default=None,
+              help="Output units per MMD unit (default 1; glTF: 0.08, metres).")
+@click.option("--vertices", is_flag=True, help=".npz: also the skinned vertices (F,V,3), streamed frame by frame.")
+@click.option("--reduce", "reduce_tol", type=float, default=None, metavar="TOL",
+              help=".vmd/.glb: drop keys that interpolation of the kept ones reproduces within TOL "
+                   "(units for translations, radians for rotations).")
+@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
+def command(model_path, motion_path, output, frames, fps, physics, camera_path, joints, scale, vertices, reduce_tol,
+            quiet):
+    """Bake MOTION on MODEL (IK, append, morphs, physics) and write it by OUT's extension.
+
+    \b
+    Examples:
+      mmdkit export Gene.pmx wavefile_v2.vmd -o dance.glb
+      mmdkit export Gene.pmx wavefile_v2.vmd -o dance.bvh --joints humanoid --scale 0.08
+      mmdkit export Gene.pmx wavefile_v2.vmd -o baked.vmd --reduce 0.001
+      mmdkit export Gene.pmx wavefile_v2.vmd -o data.npz --joints humanoid --fps 60
+    """
+    from mmdkit import Model, Motion, Pose
+    from mmdkit.export import check_fps, export, writer_for
+
+    writer_for(output, "-o")  # an unknown extension is refused before loading anything
+    fps = check_fps(fps)
+    check_output(output, (model_path, motion_path, camera_path))
+    with compile_note(quiet):
+        model = load_as(model_path, Model, "model (.pmx/.pmd)")
+        motion = None
+        if motion_path:
+            motion = load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)", arg="MOTION")
+            report_binding(model, motion, motion_path, quiet=quiet)
+        camera = load_as(camera_path, Motion, "camera motion (.vmd)", arg="--camera") if camera_path else None
+        last = motion.last_frame if isinstance(motion, Motion) else 0
+        frame_list = parse_frames(frames, last, default_step=30.0 / fps)
+        with writing(output):
+            info = export(model, motion, output, frames=frame_list, fps=fps, physics=physics, camera=camera,
+                          joints=joints, scale=scale, vertices=vertices, reduce=reduce_tol, warn=warn,
+                          progress=show_progress(quiet) and len(frame_list) > 200)
+    if not quiet:
+        extra = ", ".join(f"{k} {v}" for k, v in info.items() if k not in ("path", "format", "frames"))
+        click.echo(f"wrote {output}: {info.get('frames', len(frame_list))} frames" + (f", {extra}" if extra else ""))
