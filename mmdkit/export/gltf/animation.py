@@ -120,12 +120,12 @@ def camera_pose(camera_motion, frames: np.ndarray, space) -> tuple[np.ndarray, n
     target + R·(0, 0, distance) looking at the target; a zero distance looks along R·(0, 0, 1)."""
     from mmdkit.animation.camera import sample_camera
     from mmdkit.importers.scene import quaternions_from_rotations
-    from mmdkit.render.camera import mmd_view
+    from mmdkit.render.camera import FLIP_Z, mmd_view
 
     cam = sample_camera(camera_motion, frames)
     dist = np.where(np.abs(cam["distance"]) < 1e-6, -1e-6, cam["distance"])
-    world = np.linalg.inv(np.stack([mmd_view(cam["position"][i], cam["rotation"][i], dist[i])
-                                    for i in range(len(frames))]))  # GL space = MMD with z flipped
+    view = np.stack([mmd_view(cam["position"][i], cam["rotation"][i], dist[i]) for i in range(len(frames))])
+    world = np.linalg.inv(view @ FLIP_Z)  # mmd_view takes MMD points; GL space = MMD with z flipped
     eye = world[:, :3, 3] * space.scale
     return eye, quaternions_from_rotations(world[:, :3, :3]), np.asarray(cam["fov"], np.float64)
 

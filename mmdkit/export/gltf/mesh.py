@@ -121,32 +121,44 @@ def mesh_arrays(model, bone_joint: np.ndarray, space) -> MeshArrays:
         linearised=(int((deform == DEFORM_SDEF).sum()), int((deform == DEFORM_QDEF).sum())))
 
 
-def add_mesh(doc, mesh: MeshArrays, material_index: list[int | None], name: str) -> int:
-    """Write ``mesh`` into ``doc``: shared vertex accessors, one primitive per material with
-    triangles (materials without any are left out), sparse morph targets; the mesh index."""
-    V = len(mesh.vertex_position)
+def _primitive(doc, mesh: MeshArrays, tri: np.ndarray) -> dict:
+    """A primitive of triangles ``tri`` (T, 3) over the vertices they use only (increasing model
+    order: primitive vertex k is model vertex ``np.unique(tri)[k]``), with its morph targets."""
+    used = np.unique(tri)
+    local = np.searchsorted(used, tri).astype(np.uint16 if len(used) <= 65535 else np.uint32)
     attributes = {
-        "POSITION": doc.accessor(mesh.vertex_position, target=ARRAY_BUFFER, minmax=True),
-        "NORMAL": doc.accessor(mesh.vertex_normal, target=ARRAY_BUFFER),
-        "TEXCOORD_0": doc.accessor(mesh.vertex_uv, target=ARRAY_BUFFER),
-        "JOINTS_0": doc.accessor(mesh.vertex_joint, target=ARRAY_BUFFER),
-        "WEIGHTS_0": doc.accessor(mesh.vertex_weight, target=ARRAY_BUFFER),
+        "POSITION": doc.accessor(mesh.vertex_position[used], target=ARRAY_BUFFER, minmax=True),
+        "NORMAL": doc.accessor(mesh.vertex_normal[used], target=ARRAY_BUFFER),
+        "TEXCOORD_0": doc.accessor(mesh.vertex_uv[used], target=ARRAY_BUFFER),
+        "JOINTS_0": doc.accessor(mesh.vertex_joint[used], target=ARRAY_BUFFER),
+        "WEIGHTS_0": doc.accessor(mesh.vertex_weight[used], target=ARRAY_BUFFER),
     }
-    targets = [{"POSITION": doc.sparse_accessor(V, v, d)} for v, d in zip(mesh.morph_vertex, mesh.morph_delta)]
-    index_type = np.uint16 if V <= 65535 else np.uint32
+    prim = {"attributes": attributes, "mode": TRIANGLES,
+            "indices": doc.accessor(local.reshape(-1), target=ELEMENT_ARRAY_BUFFER, minmax=True)}
+    targets = []
+    for v, d in zip(mesh.morph_vertex, mesh.morph_delta):
+        k = np.searchsorted(used, v)
+        inside = (k < len(used)) & (used[np.minimum(k, len(used) - 1)] == v)
+        targets.append({"POSITION": doc.sparse_accessor(len(used), k[inside], d[inside])})
+    if targets:
+        prim["targets"] = targets
+    return prim
+
+
+def add_mesh(doc, mesh: MeshArrays, material_index: list[int | None], name: str) -> int:
+    """Write ``mesh`` into ``doc``: one primitive per material that has triangles, each with the
+    vertices it uses (vertices shared by two materials are repeated) and sparse morph targets;
+    returns the mesh index."""
     primitives = []
     for m, tri in enumerate(mesh.material_faces):
         if len(tri) == 0:
             continue
-        prim = {"attributes": attributes, "mode": TRIANGLES,
-                "indices": doc.accessor(tri.reshape(-1).astype(index_type), target=ELEMENT_ARRAY_BUFFER, minmax=True)}
+        prim = _primitive(doc, mesh, tri)
         if material_index[m] is not None:
             prim["material"] = material_index[m]
-        if targets:
-            prim["targets"] = targets
         primitives.append(prim)
     out = {"name": name, "primitives": primitives}
-    if targets:
-        out["weights"] = [0.0] * len(targets)
+    if len(mesh.morph_index):
+        out["weights"] = [0.0] * len(mesh.morph_index)
         out["extras"] = {"targetNames": list(mesh.morph_name)}
     return doc.add("meshes", out)

@@ -1,0 +1,289 @@
+"""glTF / GLB export: Khronos validator (zero errors), round trips through the native reader and
+the importer against the engine's own skinning, key-reduction tolerance, textures, camera.
+
+The validator runs in Node (tools/gltf_validator; ``npm ci --prefix tools/gltf_validator``, done
+by scripts/setup.sh). Vertices are compared in glTF space (metres) after converting the engine's
+MMD-space vertices once: bound = 1e-3 MMD units × scale.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mmdkit
+from mmdkit.errors import OptionError
+from mmdkit.export import bake, export
+from mmdkit.export.gltf import write_gltf
+from mmdkit.formats.gltf import clip_node_local, clip_target_weights, load_gltf, world_matrices
+from mmdkit.model.builder import ModelBuilder
+from mmdkit.animation.builder import MotionBuilder
+from mmdkit.model.model import DEFORM_SDEF, MATERIAL_DOUBLE_SIDED
+from mmdkit.physics import physics_for
+from mmdkit.runtime import Character
+
+REPO = Path(__file__).resolve().parents[1]
+VALIDATOR = REPO / "tools" / "gltf_validator"
+S = 1 / 12.5  # metres per MMD unit
+FLIP = np.array([S, S, -S])
+C = np.diag([S, S, -S, 1.0])
+
+
+def validate(*paths) -> list[dict]:
+    """Khronos glTF-Validator reports of ``paths`` (one dict each)."""
+    assert shutil.which("node"), "node is missing: apt-get install nodejs npm (scripts/setup.sh)"
+    assert (VALIDATOR / "node_modules" / "gltf-validator").is_dir(), \
+        "the validator is not installed: npm ci --prefix tools/gltf_validator (scripts/setup.sh)"
+    run = subprocess.run(["node", str(VALIDATOR / "validate.mjs"), *map(str, paths)], capture_output=True,
+                         text=True, timeout=300)
+    reports = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    assert len(reports) == len(paths), run.stdout + run.stderr
+    return reports
+
+
+def assert_valid(*paths) -> None:
+    for r in validate(*paths):
+        assert "failure" not in r, r
+        assert r["errors"] == 0, json.dumps(r["messages"][:10], ensure_ascii=False)
+
+
+def read_back(path, frames):
+    """(asset, joint world (T, J, 4, 4) glTF space at the baked frames' times)."""
+    a = load_gltf(str(path))
+    t = (np.asarray(frames, np.float64) - frames[0]) / 30
+    world = world_matrices(a.node_parent, a.node_order, clip_node_local(a, 0, t))
+    return a, t, world[:, a.skins[0].joint_node]
+
+
+def skin_asset(a, model, t, joint_world, i) -> np.ndarray:
+    """Σ w·J(t)·IBM·(v + Σ morph) of every primitive at time index i, put back in model vertex
+    order (primitive m holds np.unique of material m's triangles) → (V, 3) glTF space."""
+    skin = a.skins[0]
+    mesh_node = int(np.flatnonzero(a.node_mesh >= 0)[0])
+    weights = clip_target_weights(a, 0, t).get(mesh_node)
+    jm = joint_world[i] @ skin.joint_inverse_bind
+    out = np.full((model.num_vertices, 3), np.nan)
+    start = model.material_face_start
+    prims = iter(a.meshes[0].primitives)
+    for m in range(model.num_materials):
+        if start[m + 1] == start[m]:
+            continue
+        p = next(prims)
+        used = np.unique(model.face_vertex_index[start[m]:start[m + 1]])
+        v = p.vertex_position.astype(np.float64)
+        if weights is not None:
+            v = v + np.tensordot(weights[i], p.target_position.astype(np.float64), 1)
+        mat = np.einsum("vk,vkij->vij", p.vertex_weight[:, :4].astype(np.float64), jm[p.vertex_joint[:, :4]])
+        out[used] = np.einsum("vij,vj->vi", mat[:, :3, :3], v) + mat[:, :3, 3]
+    return out
+
+
+def engine_vertices(character, frames) -> list[np.ndarray]:
+    """The engine's own CPU-skinned vertices at ``frames`` (played in order), glTF space."""
+    V = character.model.num_vertices
+    pos, nrm = np.empty((V, 3), np.float32), np.empty((V, 3), np.float32)
+    out = []
+    for f in frames:
+        character.update(float(f))
+        character.skin(pos, nrm)
+        out.append(pos.astype(np.float64) * FLIP)
+    return out
+
+
+def check_round_trip(model, motion, path, frames, physics, check_at, *, reduce=False):
+    """Export, validate, read back; joint worlds and skinned vertices vs the engine. Returns the
+    largest vertex error (MMD units), the largest joint error (translation in MMD units or
+    rotation matrix entry) and the export summary."""
+    baked = bake(model, motion, frames, physics=physics)
+    stats = write_gltf(model, baked, path, reduce=reduce, warn=lambda s: None)
+    assert_valid(path)
+    a, t, joint_world = read_back(path, frames)
+    names = [a.node_name[n] for n in a.skins[0].joint_node]
+    bones = [model.bone_name.index(n) for n in names]
+    want = C @ baked.bone_world[:, bones].astype(np.float64) @ np.linalg.inv(C)
+    joint_err = max(np.linalg.norm(joint_world[..., :3, 3] - want[..., :3, 3], axis=-1).max() / S,  # MMD units
+                    np.abs(joint_world[..., :3, :3] - want[..., :3, :3]).max())  # rotation entries
+    physics_world = physics_for(model, True) if physics else None
+    engine = engine_vertices(Character(model, motion, physics_world), frames)
+    worst = 0.0
+    for i in check_at:
+        got = skin_asset(a, model, t, joint_world, i)
+        drawn = ~np.isnan(got[:, 0])
+        worst = max(worst, float(np.linalg.norm(got[drawn] - engine[i][drawn], axis=1).max() / S))
+    return worst, joint_err, stats
+
+
+@pytest.fixture(scope="module")
+def wavefile(assets):
+    return mmdkit.load(assets / "wavefile" / "wavefile_v2.vmd")
+
+
+def test_gene_with_physics_validates_and_matches_the_engine(assets, wavefile, tmp_path):
+    gene = mmdkit.load(assets / "gene" / "Gene.pmx")
+    frames = np.arange(600, 640, dtype=np.float64)
+    worst, joint_err, stats = check_round_trip(gene, wavefile, tmp_path / "gene.glb", frames, True, [0, 13, 39])
+    assert worst < 1e-3, worst
+    assert joint_err < 1e-4
+    assert stats["keys"] == stats["full_keys"]  # reduce=False: every frame keyed
+    assert stats["joints"] < gene.num_bones  # IK targets, tips and helpers left out
+    # reduced: fewer keys, every joint still within the tolerance of the unreduced pose
+    reduced = write_gltf(gene, bake(gene, wavefile, frames, physics=True), tmp_path / "r.glb", warn=lambda s: None)
+    assert_valid(tmp_path / "r.glb")
+    assert reduced["keys"] < stats["keys"] / 3
+    _, _, exact = read_back(tmp_path / "gene.glb", frames)
+    _, _, approx = read_back(tmp_path / "r.glb", frames)
+    tol = reduced["tolerance"] * S
+    assert np.linalg.norm(exact[..., :3, 3] - approx[..., :3, 3], axis=-1).max() <= tol
+    assert tol == pytest.approx(1e-4 * np.ptp(gene.vertex_position[:, 1]) * S)
+
+
+@pytest.mark.parametrize("rel, ext", [("mokou/mokou_A.pmd", ".glb"), ("mei/Model/mei/mei.pmd", ".glb"),
+                                      ("low_miku/miku.pmd", ".gltf")])
+def test_characters_validate_and_match_the_engine(assets, wavefile, tmp_path, rel, ext):
+    model = mmdkit.load(assets / rel)
+    frames = np.arange(300, 330, 2, dtype=np.float64)
+    out = tmp_path / ("out" + ext)
+    worst, joint_err, _ = check_round_trip(model, wavefile, out, frames, False, [0, 7, 14])
+    assert worst < 1e-3 and joint_err < 1e-4
+    # reduced keys: skinned vertices within the stated tolerance (+ float32 noise)
+    worst_r, _, stats = check_round_trip(model, wavefile, tmp_path / ("r" + ext), frames, False, [0, 7, 14],
+                                         reduce=True)
+    assert worst_r <= stats["tolerance"] + 1e-3
+
+
+def test_textures_embedded_in_glb_and_beside_gltf(assets, tmp_path):
+    mei = mmdkit.load(assets / "mei" / "Model" / "mei" / "mei.pmd")
+    write_gltf(mei, None, tmp_path / "mei.glb", warn=lambda s: None)
+    assert_valid(tmp_path / "mei.glb")
+    a = load_gltf(str(tmp_path / "mei.glb"))
+    face = (assets / "mei" / "Model" / "mei" / "face.png").read_bytes()
+    assert any(img.data == face and img.mime == "image/png" for img in a.images)  # PNG kept as is
+    assert [m.name for m in a.materials] == list(mei.material_name)
+    for m, gm in zip(range(mei.num_materials), a.materials):
+        assert gm.double_sided == bool(mei.material_flags[m] & MATERIAL_DOUBLE_SIDED)
+        np.testing.assert_allclose(gm.base_color, np.clip(mei.material_diffuse[m], 0, 1), atol=1e-6)
+        if mei.material_diffuse[m, 3] < 1:
+            assert gm.alpha_mode == "BLEND"
+    miku = mmdkit.load(assets / "low_miku" / "miku.pmd")
+    warnings = []
+    stats = write_gltf(miku, None, tmp_path / "miku.gltf", warn=warnings.append)
+    assert_valid(tmp_path / "miku.gltf")
+    images = [Path(f) for f in stats["files"] if f.endswith(".png")]
+    assert images and all(f.read_bytes().startswith(b"\x89PNG") for f in images)  # beside, PNG
+    assert not any(f.endswith(".tga") for f in stats["files"])
+    assert (tmp_path / "miku.bin").is_file()
+
+
+def _two_bone_model(deform=None):
+    """Root → arm (deforms) → tip (helper, no vertices) + an unrelated IK-like helper root."""
+    mb = ModelBuilder(name="t")
+    root = mb.add_bone("root", (0, 0, 0))
+    arm = mb.add_bone("arm", (0, 1, 0), parent=root)
+    mb.add_bone("tip", (0, 2, 0), parent=arm)
+    mb.add_bone("helper", (1, 0, 0))
+    mat = mb.add_material("m", diffuse=(1, 0.5, 0.25, 0.5), double_sided=True)
+    pos = np.array([[0, 0, 0], [1, 1, 0], [0, 2, 1], [1, 2, 1]], np.float32)
+    mb.add_mesh(mat, pos, np.tile([0, 0, -1], (4, 1)), np.zeros((4, 2)), [[0, 1, 2], [1, 3, 2]],
+                np.array([[0, 1, 0, 0]] * 4), np.array([[0.5, 0.5, 0, 0]] * 4), deform=deform)
+    mb.add_vertex_morph("smile", [1, 2], [[0, 0.5, 0], [0, 0.25, 0]])
+    return mb.build()
+
+
+def _arm_motion():
+    mo = MotionBuilder(model_name="t")
+    for f, a in ((0, 0.0), (10, 1.0), (20, -0.5)):
+        mo.add_bone_key("arm", f, rotation=(np.sin(a / 2), 0, 0, np.cos(a / 2)))
+        mo.add_morph_key("smile", f, abs(a))
+    return mo.build()
+
+
+def test_skeleton_skips_helpers_and_converts_handedness(tmp_path):
+    model = _two_bone_model()
+    stats = write_gltf(model, bake(model, _arm_motion(), np.arange(21.0), physics=False), tmp_path / "t.glb",
+                       warn=lambda s: None)
+    assert_valid(tmp_path / "t.glb")
+    a = load_gltf(str(tmp_path / "t.glb"))
+    assert [a.node_name[n] for n in a.skins[0].joint_node] == ["root", "arm"] and stats["joints"] == 2
+    arm = a.skins[0].joint_node[1]
+    np.testing.assert_allclose(a.node_translation[arm], [0, S, 0], atol=1e-7)
+    np.testing.assert_allclose(a.skins[0].joint_inverse_bind[1][:3, 3], [0, -S, 0], atol=1e-7)
+    p = a.meshes[0].primitives[0]
+    np.testing.assert_allclose(p.vertex_position[2], [0, 2 * S, -S], atol=1e-7)  # z flipped, metres
+    np.testing.assert_array_equal(p.face_vertex[0], [2, 1, 0])  # winding reversed
+    assert a.meshes[0].target_name == ("smile",)
+    np.testing.assert_allclose(p.target_position[0, 1], [0, 0.5 * S, 0], atol=1e-7)
+    assert a.materials[0].alpha_mode == "BLEND" and a.materials[0].double_sided
+    # a rotation about x keeps its axis under the mirror and turns the other way: (−x, −y, z, w)
+    _, _, world = read_back(tmp_path / "t.glb", np.arange(21.0))
+    rot = world[10, 1, :3, :3]  # MMD's Rx(1) = [[1,0,0],[0,c,−s],[0,s,c]] mirrored: S·R·S
+    np.testing.assert_allclose(rot, [[1, 0, 0], [0, np.cos(1), np.sin(1)], [0, -np.sin(1), np.cos(1)]], atol=1e-6)
+
+
+def test_sdef_is_linearised_with_one_warning(tmp_path):
+    model = _two_bone_model(deform=DEFORM_SDEF)
+    warnings = []
+    stats = write_gltf(model, None, tmp_path / "s.glb", warn=warnings.append)
+    assert_valid(tmp_path / "s.glb")
+    assert stats["linearised_vertices"] == 4
+    assert [w for w in warnings if "SDEF" in w] == [warnings[0]] and "4 SDEF" in warnings[0]
+
+
+def test_camera_becomes_an_animated_camera_node(tmp_path):
+    from mmdkit.render.camera import mmd_view
+
+    model = _two_bone_model()
+    cam = MotionBuilder(model_name="camera")
+    cam.add_camera_key(0, -30.0, (0, 10, 0), (0.1, 0.5, 0.0), fov=30)
+    cam.add_camera_key(30, -20.0, (2, 12, 1), (0.3, -1.0, 0.2), fov=30)
+    cam = cam.build()
+    frames = np.arange(31.0)
+    export(model, _arm_motion(), tmp_path / "c.glb", frames=frames, physics=False, camera=cam, warn=lambda s: None)
+    assert_valid(tmp_path / "c.glb")
+    a = load_gltf(str(tmp_path / "c.glb"))
+    node = a.node_name.index("MMD camera")
+    t = frames / 30
+    world = world_matrices(a.node_parent, a.node_order, clip_node_local(a, 0, t))[:, node]
+    from mmdkit.animation.camera import sample_camera
+
+    sampled = sample_camera(cam, frames)
+    p = np.array([1.0, 2.0, 3.0, 1.0])  # an MMD point: its view-space position must agree
+    for i in (0, 12, 30):
+        want = mmd_view(sampled["position"][i], sampled["rotation"][i], sampled["distance"][i]) @ p
+        got = np.linalg.inv(world[i]) @ (C @ p)
+        np.testing.assert_allclose(got[:3] / S, want[:3], atol=2e-3)
+
+
+def test_importer_reads_the_export_back_and_poses_it(assets, wavefile, tmp_path):
+    from mmdkit.importers.gltf import load_gltf_scene
+
+    mei = mmdkit.load(assets / "mei" / "Model" / "mei" / "mei.pmd")
+    frames = np.arange(0.0, 31.0)
+    write_gltf(mei, bake(mei, wavefile, frames, physics=False), tmp_path / "m.glb", reduce=False, warn=lambda s: None)
+    model, clips = load_gltf_scene(tmp_path / "m.glb")
+    motion = clips[next(iter(clips))]
+    engine = engine_vertices(Character(mei, wavefile), frames[[0, 15, 30]])
+    got = engine_vertices(Character(model, motion), frames[[0, 15, 30]])
+    # the importer keeps each primitive's vertices; match them to Mei's by material order
+    start = mei.material_face_start
+    index = np.concatenate([np.unique(mei.face_vertex_index[start[m]:start[m + 1]])
+                            for m in range(mei.num_materials) if start[m + 1] > start[m]])
+    assert model.num_vertices == len(index)
+    for e, g in zip(engine, got):
+        assert np.linalg.norm(g - e[index], axis=1).max() / S < 1e-3
+
+
+def test_bad_options_are_refused(tmp_path):
+    model = _two_bone_model()
+    baked = bake(model, _arm_motion(), np.arange(3.0), physics=False)
+    with pytest.raises(OptionError, match="reduce"):
+        write_gltf(model, baked, tmp_path / "x.glb", reduce="lots")
+    with pytest.raises(OptionError, match="camera"):
+        write_gltf(model, baked, tmp_path / "x.glb", camera=_arm_motion())
+    with pytest.raises(OptionError, match="frames"):
+        write_gltf(model, bake(model, _arm_motion(), [2.0, 1.0], physics=False), tmp_path / "x.glb")
+    assert not (tmp_path / "x.glb").exists()
