@@ -5,7 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(libbullet-dev pkg-config cmake g++ libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri)
+APT_PACKAGES=(libbullet-dev pkg-config cmake g++ libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri nodejs)
+# npm: Debian's package, unless an npm is there already (NodeSource's nodejs bundles one and
+# conflicts with Debian's npm)
+command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,5 +37,10 @@ else
   $PY -m pip install -q --disable-pip-version-check -e ".[test]"
   mkdir -p "$(dirname "$STAMP")"
   echo "$inputs_hash" > "$STAMP"
+fi
+# the glTF export tests run the Khronos glTF-Validator in Node: its pinned npm package, once
+if [ ! -d tools/gltf_validator/node_modules ]; then
+  echo "setup: installing the glTF validator (npm ci --prefix tools/gltf_validator)"
+  npm ci --prefix tools/gltf_validator --no-audit --no-fund >/dev/null
 fi
 echo "setup: done — try 'mmdkit --help'"
