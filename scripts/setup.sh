@@ -33,8 +33,8 @@ if [ -z "${MMDKIT_SETUP_FORCE:-}" ] && [ "$installed_from" = "$here" ] && [ -f "
    && [ "$(cat "$STAMP")" = "$inputs_hash" ]; then
   echo "setup: mmdkit is installed (editable) from $here and unchanged since; skipping pip"
 else
-  echo "setup: installing mmdkit (editable) with test extras"
-  $PY -m pip install -q --disable-pip-version-check -e ".[test]"
+  echo "setup: installing mmdkit (editable) with test and ray extras"
+  $PY -m pip install -q --disable-pip-version-check -e ".[test,ray]"
   mkdir -p "$(dirname "$STAMP")"
   echo "$inputs_hash" > "$STAMP"
 fi

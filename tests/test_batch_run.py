@@ -1,0 +1,103 @@
+"""`mmdkit batch` end to end: a local process pool and a local Ray instance run a multi-job manifest
+with a bad file and a worker killed mid-job; outputs, results table, re-runs that skip, resumption."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from mmdkit.batch import read_results
+
+
+@pytest.fixture
+def manifest(tmp_path, assets):
+    """Three jobs on low-poly models: two good (one writes npz + bvh), one whose motion is not a motion."""
+    low, bye = assets / "low_miku", assets / "mei" / "Motion" / "mei_bye" / "mei_bye.vmd"
+    bad = tmp_path / "broken.vmd"
+    bad.write_bytes(b"Vocaloid Motion Data 0002\0\0\0\0\0" + b"\xff" * 7)
+    base = {"motion": str(bye), "frames": "0:8", "physics": False}
+    entries = [dict(base, model=str(low / "miku.pmd"), outputs=["npz", "bvh"], npz={"joints": "humanoid"},
+                    test_exit_once=str(tmp_path / "killed-once")),
+               dict(base, model=str(low / "gumi.pmd"), outputs=["npz"], name="gumi"),
+               dict(base, model=str(low / "miku.pmd"), motion=str(bad), outputs=["npz"], name="bad")]
+    path = tmp_path / "jobs.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    return path
+
+
+def check_first_run(out, rows, url=""):
+    by = {r["name"]: r for r in rows}
+    assert [r["name"] for r in rows] == ["miku__mei_bye", "gumi", "bad"]  # manifest order
+    assert [by[n]["status"] for n in ("miku__mei_bye", "gumi", "bad")] == ["ok", "ok", "failed"]
+    assert by["bad"]["error"].startswith(str(out.parent / "broken.vmd")) and "\n" not in by["bad"]["error"]
+    ok = by["miku__mei_bye"]
+    assert ok["frames"] == 9 and ok["seconds"] > 0 and ok["error"] is None
+    assert [o["path"] for o in ok["outputs"]] == [f"{url}{out}/miku__mei_bye/miku__mei_bye.{e}" for e in ("npz", "bvh")]
+    for o in ok["outputs"]:
+        assert os.path.getsize(o["path"].removeprefix("file://")) == o["size"] > 0
+    with np.load(out / "miku__mei_bye" / "miku__mei_bye.npz") as d:
+        assert d["joint_position"].shape[0] == 9 and str(d["joint_set"]) == "humanoid"
+    assert (out.parent / "killed-once").exists()  # the first attempt's worker died mid-job (os._exit)
+    assert not [f for f in os.listdir(out / "miku__mei_bye") if f.startswith(".miku")]  # no temporary files left
+    assert not (out / "bad" / ".mmdkit-job.json").exists()
+    csv = (out / "results.csv").read_text().splitlines()
+    assert csv[0].startswith("name,status,seconds,frames,outputs,bytes") and len(csv) == 4
+
+
+def test_local_pool_runs_resumes_and_skips(tmp_path, manifest, mmdkit_cli):
+    out = tmp_path / "out"
+    code, _, err = mmdkit_cli("batch", manifest, "-o", out, "--workers", "2", "-q")
+    assert code == 1, err  # a job failed; the others ran
+    assert "mmdkit: batch: bad failed: " in err
+    check_first_run(out, read_results(out / "results.jsonl"))
+    npz = out / "gumi" / "gumi.npz"
+    stamp = npz.stat().st_mtime_ns
+    # interrupted before the record: gumi's outputs are there but it is not done -> it runs again
+    os.unlink(out / "gumi" / ".mmdkit-job.json")
+    code, _, err = mmdkit_cli("batch", manifest, "-o", out, "--workers", "1", "-q")
+    rows = {r["name"]: r["status"] for r in read_results(out / "results.jsonl")}
+    assert rows == {"miku__mei_bye": "skipped", "gumi": "ok", "bad": "failed"}
+    assert npz.stat().st_mtime_ns != stamp
+    # an option changed in one job: only that job runs again
+    text = manifest.read_text().replace('"name": "gumi"', '"name": "gumi", "npz": {"scale": 0.08}')
+    manifest.write_text(text)
+    code, _, err = mmdkit_cli("batch", manifest, "-o", out, "--dry-run")
+    assert code == 0 and "3 jobs: 2 to run, 1 done already, 0 failing" in _
+    code, _, err = mmdkit_cli("batch", manifest, "-o", out, "--workers", "1")
+    assert "mmdkit: batch: 1 ok, 1 failed, 1 skipped; results in" in err
+    assert {r["name"]: r["status"] for r in read_results(out / "results.jsonl")}["gumi"] == "ok"
+
+
+def test_cross_product_cli_and_usage_errors(tmp_path, assets, mmdkit_cli):
+    out = tmp_path / "grid"
+    code, _, err = mmdkit_cli("batch", "--models", assets / "low_miku" / "gumi.pmd", "--motions",
+                              assets / "mei" / "Motion" / "mei_bye" / "*.vmd", "--frames", "0:2", "--no-physics",
+                              "-O", "npz.joints=humanoid", "-o", out, "--workers", "1", "--shard", "0/1", "-q")
+    assert code == 0, err
+    rows = read_results(out / "results-0-of-1.jsonl")
+    assert [(r["name"], r["status"], r["frames"]) for r in rows] == [("gumi__mei_bye", "ok", 3)]
+    code, _, err = mmdkit_cli("batch", "-o", out)
+    assert code == 2 and "mmdkit: error: MANIFEST: give a manifest file or --models" in err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"model": "x.pmx", "outputs": ["npz"]}\n{"model": "x.pmx", "outputs": ["obj"]}\n')
+    code, _, err = mmdkit_cli("batch", bad, "-o", out)
+    assert code == 2 and f"mmdkit: error: {bad} line 2: unknown output 'obj'" in err
+
+
+def test_ray_local_instance(tmp_path, manifest, mmdkit_cli):
+    import ray  # pip install 'mmdkit[ray]' (scripts/setup.sh installs it)
+
+    out = tmp_path / "out"
+    try:
+        code, _, err = mmdkit_cli("batch", manifest, "-o", f"file://{out}", "--ray", "local", "--workers", "2", "-q")
+        assert code == 1, err
+        rows = read_results(out / "results.jsonl")
+        check_first_run(out, rows, url="file://")
+        assert all(r["node"] for r in rows if r["status"] != "skipped" and "node" in r)
+        code, _, err = mmdkit_cli("batch", manifest, "-o", f"file://{out}", "--ray", "local", "-q")
+        assert [r["status"] for r in read_results(out / "results.jsonl")] == ["skipped", "skipped", "failed"]
+    finally:
+        ray.shutdown()
