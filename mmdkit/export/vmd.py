@@ -6,8 +6,10 @@ every bone the baked local transform: IK links keyed with their solved rotations
 solver switched off by property keys; physics-driven bones keyed with the per-key physics-off
 flag; append (付与) bones keyed with their own part only (playback re-applies the append, which
 is computed here exactly as the pose kernels will); bone-morph parts taken out of the keys
-(the morph keys are copied, so playback adds them back). Keys are linear; ``reduce`` drops keys
-that interpolation between the kept neighbours reproduces within the tolerance.
+(the morph keys are copied, so playback adds them back). Keys are linear; ``reduce`` TOL drops keys
+that interpolation between the kept neighbours reproduces within TOL units for translations and
+TOL / reach radians for rotations (reach: the bone's farthest descendant, ≥ 1 unit), so each key's
+error moves no bone more than about TOL units.
 """
 
 from __future__ import annotations
@@ -91,9 +93,9 @@ def own_part(order, flags, append_parent, append_ratio, local_t, local_q, world_
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def _fits(frame, key_t, key_q, b, a, j, tol):
-    """True when linear keys at frames a and j reproduce every frame between them within tol
-    (translation distance in units, rotation angle in radians) for bone b."""
+def _fits(frame, key_t, key_q, b, a, j, tol, tol_angle):
+    """True when linear keys at frames a and j reproduce every frame between them for bone b
+    within tol (translation distance, units) and tol_angle (rotation angle, radians)."""
     span = frame[j] - frame[a]
     for i in range(a + 1, j):
         u = (frame[i] - frame[a]) / span
@@ -106,15 +108,16 @@ def _fits(frame, key_t, key_q, b, a, j, tol):
         q = qslerp_scalar(key_q[a, b, 0], key_q[a, b, 1], key_q[a, b, 2], key_q[a, b, 3],
                           key_q[j, b, 0], key_q[j, b, 1], key_q[j, b, 2], key_q[j, b, 3], u)
         dot = abs(q[0] * key_q[i, b, 0] + q[1] * key_q[i, b, 1] + q[2] * key_q[i, b, 2] + q[3] * key_q[i, b, 3])
-        if 2.0 * np.arccos(min(1.0, dot)) > tol:
+        if 2.0 * np.arccos(min(1.0, dot)) > tol_angle:
             return False
     return True
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def reduce_keys(frame, key_t, key_q, tol, max_span, keep_out):
+def reduce_keys(frame, key_t, key_q, tol, bone_tol_angle, max_span, keep_out):
     """Greedy linear key reduction: keep_out (F,B) bool marks the keys kept per bone (first and
-    last always); frame (F,) float64; key_t (F,B,3), key_q (F,B,4) float64."""
+    last always); frame (F,) float64; key_t (F,B,3), key_q (F,B,4) float64; tol units,
+    bone_tol_angle (B,) float64 radians."""
     F, B = key_t.shape[0], key_t.shape[1]
     for b in prange(B):
         for f in range(F):
@@ -124,12 +127,26 @@ def reduce_keys(frame, key_t, key_q, tol, max_span, keep_out):
         a = 0
         j = 2
         while j < F:
-            if j - a <= max_span and _fits(frame, key_t, key_q, b, a, j, tol):
+            if j - a <= max_span and _fits(frame, key_t, key_q, b, a, j, tol, bone_tol_angle[b]):
                 j += 1
             else:
                 keep_out[j - 1, b] = True
                 a = j - 1
                 j = a + 2
+
+
+def bone_reach(model) -> np.ndarray:
+    """(B,) float64: the farthest rest distance from each bone to itself or a descendant, at least
+    1 unit (a rotation error of e radians moves that bone's subtree by up to e × reach units)."""
+    parent = np.asarray(model.bone_parent)
+    pos = np.asarray(model.bone_position, np.float64)
+    reach = np.ones(len(parent))
+    for b in range(len(parent)):
+        a = parent[b]
+        while a >= 0:
+            reach[a] = max(reach[a], float(np.linalg.norm(pos[b] - pos[a])))
+            a = parent[a]
+    return reach
 
 
 def _morph_parts(rig, morph_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -230,7 +247,7 @@ def baked_motion(baked, motion=None, *, reduce=None, warn=print) -> tuple[Motion
     moving &= bindable
     keep = np.ones((F, B), bool)
     if tol is not None and F > 2:
-        reduce_keys(baked.frames, key_t, key_q, tol, MAX_SPAN, keep)
+        reduce_keys(baked.frames, key_t, key_q, tol, tol / bone_reach(model), MAX_SPAN, keep)
     keep &= moving[None]
     fi, bi = np.nonzero(keep.T)[1], np.nonzero(keep.T)[0]  # grouped by bone, frames ascending
     names = tuple(model.bone_name[b] for b in np.nonzero(moving)[0])
