@@ -115,7 +115,7 @@ def _refresh(start, stop, bones, parent, position, local_t, local_q, world_p, wo
         update_world(bones[jj], parent, position, local_t, local_q, world_p, world_q)
 
 
-@njit(**_NB)
+@njit(inline="always", **_NB)
 def _step_link(li, j, unit, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mode,
                ik_link_lower, ik_link_upper, ik_q, local_q, world_p, world_q):
     """One CCD step on link j (index li in its chain). Returns False when the link stays put."""
@@ -141,12 +141,17 @@ def _step_link(li, j, unit, use_axis, gx, gy, gz, target, parent, ik_link_bone, 
     else:
         v = qrot_scalar(-px, -py, -pz, pw, cx, cy, cz)  # world axis → parent frame
         ax, ay, az = _unit(v[0], v[1], v[2])
-    angle = min(unit * (li + 1), math.acos(min(1.0, max(-1.0, tx * ix + ty * iy + tz * iz))))
-    sh = math.sin(0.5 * angle)
+    # angle = min(acos(t·g), cap); its half-angle sine/cosine without acos when not capped
+    d = min(1.0, max(-1.0, tx * ix + ty * iy + tz * iz))
+    cap = unit * (li + 1)
+    if cap < math.pi and d < math.cos(cap):
+        sh, ch = math.sin(0.5 * cap), math.cos(0.5 * cap)
+    else:
+        sh, ch = math.sqrt(0.5 * (1.0 - d)), math.sqrt(0.5 * (1.0 + d))
     ox, oy, oz, ow = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
     rx, ry, rz, rw = local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3]
     pre = _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw)
-    q = qmul_scalar(ax * sh, ay * sh, az * sh, math.cos(0.5 * angle), ox, oy, oz, ow)
+    q = qmul_scalar(ax * sh, ay * sh, az * sh, ch, ox, oy, oz, ow)
     if mode != _FREE:
         e = qmul_scalar(q[0], q[1], q[2], q[3], pre[0], pre[1], pre[2], pre[3])
         e = _euler_limited(e[0], e[1], e[2], e[3], ik_link_lower[j, 0], ik_link_lower[j, 1],
@@ -196,7 +201,10 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
                 continue
             if _step_link(j - l0, j, unit, use_axis, gx, gy, gz, target, parent, ik_link_bone,
                           ik_link_mode, ik_link_lower, ik_link_upper, ik_q, local_q, world_p, world_q):
-                _refresh(p0, p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
+                start = p0  # the link and the path below it (top first) get new worlds
+                while start < p1 - 1 and ik_path_bone[start] != ik_link_bone[j]:
+                    start += 1
+                _refresh(start, p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
     for jj in range(ik_after_start[k], ik_after_start[k + 1]):
         b = ik_after_bone[jj]
         update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim_q, ik_q,
