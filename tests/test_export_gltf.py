@@ -287,3 +287,13 @@ def test_bad_options_are_refused(tmp_path):
     with pytest.raises(OptionError, match="frames"):
         write_gltf(model, bake(model, _arm_motion(), [2.0, 1.0], physics=False), tmp_path / "x.glb")
     assert not (tmp_path / "x.glb").exists()
+
+
+def test_skeleton_without_mesh_exports_every_bone(assets, wavefile, tmp_path):
+    skeleton = mmdkit.load(assets / "fixtures" / "nanoem" / "test.pmx")  # 140 bones, no mesh
+    stats = write_gltf(skeleton, bake(skeleton, wavefile, np.arange(0.0, 30.0), physics=False), tmp_path / "k.glb",
+                       warn=lambda s: None)
+    assert_valid(tmp_path / "k.glb")
+    assert stats["joints"] == skeleton.num_bones and stats["morph_targets"] == 0
+    a = load_gltf(str(tmp_path / "k.glb"))
+    assert not a.meshes and not a.skins and len(a.animations) == 1

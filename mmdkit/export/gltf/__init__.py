@@ -68,7 +68,7 @@ def _camera_node(doc, camera, frames, space, time, tolerance, warn) -> tuple[int
         raise OptionError("camera", f"{getattr(camera, 'source_path', '') or 'the camera motion'} has no camera keys")
     eye, rotation, fov = camera_pose(camera, frames, space)
     if np.ptp(fov) > 0:
-        warn(f"warning: camera fov changes ({fov.min():g}° to {fov.max():g}°); glTF cannot animate it, "
+        warn(f"camera fov changes ({fov.min():g}° to {fov.max():g}°); glTF cannot animate it, "
              f"the exported camera keeps {fov[0]:g}°")
     cam = doc.add("cameras", {"type": "perspective", "name": "MMD camera", "perspective": {
         "yfov": float(np.radians(fov[0])), "znear": CAMERA_NEAR * space.scale, "zfar": CAMERA_FAR * space.scale}})
@@ -89,22 +89,9 @@ def _reach(model, mesh, skel, space) -> np.ndarray:
                          mesh.vertex_position[vertex].astype(np.float64), extra[vertex])
 
 
-def write_gltf(model, baked, path, *, camera=None, scale=None, binary: bool | None = None, reduce=True,
-               warn=print) -> dict:
-    """Write ``model`` with ``baked`` (a ``BakedMotion`` or None) to ``path``; ``binary``: GLB
-    (None: from the extension, .glb). Returns a summary: path, files, frames, joints, bones,
-    keys, full_keys (one per frame and channel), tolerance (MMD units or None), bytes."""
-    path = os.fspath(path)
-    binary = path.lower().endswith(".glb") if binary is None else binary
-    s = 1.0 / MMD_UNITS_PER_METRE if scale is None else check_scale(scale)
-    space = Space(scale=s, flip_z=True)
-    skel = skeleton(model, deforming_bones(model), space)
-    mesh = mesh_arrays(model, skel.bone_joint, space)
-    if sum(mesh.linearised):
-        warn(f"warning: {model.source_path or model.name}: {mesh.linearised[0]} SDEF and {mesh.linearised[1]} "
-             f"QDEF vertices exported as linear blends of the same bones (glTF skins linearly)")
-    doc = GltfDocument("mmdkit")
-    mesh_index = add_mesh(doc, mesh, add_materials(doc, model, warn), model.name or "mesh")
+def _add_scene(doc, model, skel, mesh, space, warn) -> tuple[list[int], int | None]:
+    """Joint nodes (indices 0..J−1, joint order), the skin and the skinned mesh node (none for a
+    model without triangles); returns (the scene's root nodes, the mesh node or None)."""
     J = len(skel.joint_bone)
     for j in range(J):
         node = {"name": model.bone_name[skel.joint_bone[j]], "translation": [float(v) for v in skel.joint_rest[j]]}
@@ -112,37 +99,70 @@ def write_gltf(model, baked, path, *, camera=None, scale=None, binary: bool | No
         if len(children):
             node["children"] = [int(c) for c in children]
         doc.add("nodes", node)
+    roots = [int(j) for j in np.flatnonzero(skel.joint_parent < 0)]
+    if not any(len(f) for f in mesh.material_faces):
+        return roots, None
+    mesh_index = add_mesh(doc, mesh, add_materials(doc, model, warn), model.name or "mesh")
     ibm = np.tile(np.eye(4, dtype=np.float32), (J, 1, 1))
     ibm[:, :3, 3] = -space.points(model.bone_position[skel.joint_bone])
     skin = doc.add("skins", {"joints": list(range(J)), "inverseBindMatrices": doc.accessor(ibm)})
     mesh_node = doc.add("nodes", {"name": model.name or "mesh", "mesh": mesh_index, "skin": skin})
-    roots = [int(j) for j in np.flatnonzero(skel.joint_parent < 0)] + [mesh_node]
-    tol = tolerance_for(model, reduce)
-    stats = {"frames": 0, "keys": 0, "full_keys": 0}
-    if baked is not None:
-        time = _times(baked.frames)
-        tol_out = None if tol is None else tol * s
-        channels = joint_channels(baked, skel, space, _reach(model, mesh, skel, space), time, tol_out,
-                                  np.arange(J))
+    return roots + [mesh_node], mesh_node
+
+
+def _add_clip(doc, model, baked, skel, mesh, space, mesh_node, tol, camera, warn) -> tuple[dict, int | None]:
+    """The one animation: joint channels, morph weights, camera; (key counts, camera node or None)."""
+    time = _times(baked.frames)
+    tol_out = None if tol is None else tol * space.scale
+    channels = joint_channels(baked, skel, space, _reach(model, mesh, skel, space), time, tol_out,
+                              np.arange(len(skel.joint_bone)))
+    weights = None
+    if mesh_node is not None:
         delta = np.array([np.linalg.norm(d, axis=1).max(initial=0.0) for d in mesh.morph_delta])
         weights = weight_channel(baked.morph_weight[:, mesh.morph_index], delta, time, tol_out, mesh_node)
-        channels += [weights] if weights is not None else []
-        if camera is not None:
-            cam_node, cam_channels = _camera_node(doc, camera, baked.frames, space, time, tol_out, warn)
-            roots.append(cam_node)
-            channels += cam_channels
-        add_animation(doc, getattr(baked, "name", "") or "mmd", time, channels)
-        stats = {"frames": int(len(time)), "keys": int(sum(c.keep.sum() for c in channels)),
-                 "full_keys": int(len(time) * (2 * J + (weights is not None) + 2 * (camera is not None)))}
-    elif camera is not None:
+    channels += [weights] if weights is not None else []
+    cam_node = None
+    if camera is not None:
+        cam_node, cam_channels = _camera_node(doc, camera, baked.frames, space, time, tol_out, warn)
+        channels += cam_channels
+    add_animation(doc, "mmd", time, channels)
+    per_frame = 2 * len(skel.joint_bone) + (weights is not None) + 2 * (camera is not None)
+    return {"frames": int(len(time)), "keys": int(sum(c.keep.sum() for c in channels)),
+            "full_keys": int(len(time) * per_frame)}, cam_node
+
+
+def write_gltf(model, baked, path, *, camera=None, scale=None, binary: bool | None = None, reduce=True,
+               warn=print) -> dict:
+    """Write ``model`` with ``baked`` (a ``BakedMotion`` or None) to ``path``; ``binary``: GLB
+    (None: from the extension, .glb). Returns a summary: path, files, frames, keys, full_keys
+    (one per frame and channel), joints, bones, morph_targets, tolerance (MMD units or None),
+    scale, linearised_vertices, bytes."""
+    path = os.fspath(path)
+    binary = path.lower().endswith(".glb") if binary is None else binary
+    s = 1.0 / MMD_UNITS_PER_METRE if scale is None else check_scale(scale)
+    if camera is not None and baked is None:
         raise OptionError("camera", "a camera needs a motion to set its frames")
+    tol = tolerance_for(model, reduce)
+    space = Space(scale=s, flip_z=True)
+    deforming = deforming_bones(model) if model.num_faces else np.ones(model.num_bones, bool)
+    skel = skeleton(model, deforming, space)
+    mesh = mesh_arrays(model, skel.bone_joint, space)
+    if sum(mesh.linearised):
+        warn(f"{model.source_path or model.name}: {mesh.linearised[0]} SDEF and {mesh.linearised[1]} "
+             f"QDEF vertices exported as linear blends of the same bones (glTF skins linearly)")
+    doc = GltfDocument("mmdkit")
+    roots, mesh_node = _add_scene(doc, model, skel, mesh, space, warn)
+    stats = {"frames": 0, "keys": 0, "full_keys": 0}
+    if baked is not None:
+        stats, cam_node = _add_clip(doc, model, baked, skel, mesh, space, mesh_node, tol, camera, warn)
+        roots += [cam_node] if cam_node is not None else []
     doc.json["scenes"] = [{"name": model.name or "scene", "nodes": roots}]
     doc.json["scene"] = 0
-    doc.json["asset"]["extras"] = {"mmdkit": {"source": os.path.basename(model.source_path), "metres_per_unit": s,
+    doc.json["asset"]["extras"] = {"mmdkit": {"source": os.path.basename(model.source_path), "scale": s,
                                               "tolerance_mmd_units": tol}}
     files = doc.save(path, binary)
-    return {"path": path, "files": files, **stats, "joints": J, "bones": model.num_bones,
-            "morph_targets": len(mesh.morph_index), "tolerance": tol, "scale": s,
+    return {"path": path, "files": files, **stats, "joints": len(skel.joint_bone), "bones": model.num_bones,
+            "morph_targets": len(mesh.morph_index) if mesh_node is not None else 0, "tolerance": tol, "scale": s,
             "linearised_vertices": sum(mesh.linearised), "bytes": sum(os.path.getsize(f) for f in files)}
 
 

@@ -6,7 +6,7 @@ baseColorFactor = diffuse RGBA, baseColorTexture = the main texture, metallic 0,
 doubleSided = MMD's no-cull flag, alphaMode BLEND when the diffuse alpha is below 1 or the
 texture has transparent pixels (MMD always blends). PNG and JPEG files are embedded as they are;
 BMP, TGA, DDS and the rest are converted to PNG with Pillow. Sphere maps and toon ramps have no
-glTF counterpart and are left out. A texture that is missing or unreadable: one warning each.
+glTF counterpart and are left out. Textures missing or unreadable: one warning naming them.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from mmdkit.model.model import MATERIAL_DOUBLE_SIDED
 from mmdkit.render.textures import model_folder, resolve_texture
 
 PNG_MAGIC, JPEG_MAGIC = b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff"
+SHOWN = 5
+"""Texture names a warning lists before '(+N more)'."""
 
 
 def _has_transparency(img) -> bool:
@@ -47,42 +49,44 @@ def encode_image(data: bytes) -> tuple[bytes, str, bool]:
         return out.getvalue(), "image/png", clear
 
 
-def _texture_bytes(model, t: int, warn) -> bytes | None:
-    """The file bytes of texture ``t`` (embedded in an imported model, or in the model's folder)."""
+def _texture_bytes(model, t: int) -> bytes | None:
+    """The file bytes of texture ``t`` (embedded in an imported model, or in the model's folder);
+    None when not found. Raises ValueError for a path that leaves the model's folder."""
     stored = model.texture_path[t]
     embedded = model.source_extras.get("embedded_textures") or {}
     if stored in embedded:
         return embedded[stored]
     folder = model_folder(model)
-    try:
-        found = resolve_texture(folder, stored) if folder else None
-    except ValueError as e:
-        warn(f"warning: {model.source_path}: {e}; material exported without it")
-        return None
+    found = resolve_texture(folder, stored) if folder else None
     if found is None:
-        warn(f"warning: {model.source_path or model.name}: texture '{stored}' not found; exported without it")
         return None
     with open(found, "rb") as f:
         return f.read()
 
 
 def add_textures(doc, model, used: set[int], warn) -> dict[int, tuple[int, bool]]:
-    """glTF textures for the model's textures ``used``: {texture index: (glTF texture, transparent)}."""
+    """glTF textures for the model's textures ``used``: {texture index: (glTF texture, transparent)}.
+    Textures not found, outside the model's folder or unreadable: one warning listing them."""
     out: dict[int, tuple[int, bool]] = {}
-    sampler = None
+    sampler, problems = None, []
     for t in sorted(used):
-        data = _texture_bytes(model, t, warn)
-        if data is None:
-            continue
+        stored = model.texture_path[t]
         try:
+            data = _texture_bytes(model, t)
+            if data is None:
+                problems.append(f"'{stored}' (not found)")
+                continue
             encoded, mime, clear = encode_image(data)
         except (OSError, ValueError) as e:
-            warn(f"warning: {model.source_path}: texture '{model.texture_path[t]}' is unreadable ({e}); exported without it")
+            problems.append(f"'{stored}' ({e})")
             continue
         if sampler is None:
             sampler = doc.add("samplers", {"magFilter": 9729, "minFilter": 9987, "wrapS": 10497, "wrapT": 10497})
-        image = doc.image(encoded, mime, name=model.texture_path[t].replace("\\", "/"))
+        image = doc.image(encoded, mime, name=stored.replace("\\", "/"))
         out[t] = (doc.add("textures", {"sampler": sampler, "source": image}), clear)
+    if problems:
+        shown = ", ".join(problems[:SHOWN]) + (f" (+{len(problems) - SHOWN} more)" if len(problems) > SHOWN else "")
+        warn(f"{model.source_path or model.name}: {len(problems)} textures exported without their image: {shown}")
     return out
 
 
