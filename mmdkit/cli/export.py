@@ -47,9 +47,11 @@ def command(model_path, motion_path, output, frames, fps, physics, camera_path, 
       mmdkit export Gene.pmx wavefile_v2.vmd -o data.npz --joints humanoid --fps 60
     """
     from mmdkit import Model, Motion, Pose
-    from mmdkit.export import check_fps, export, writer_for
+    from mmdkit.export import check_fps, check_options, export
 
-    writer_for(output, "-o")  # an unknown extension is refused before loading anything
+    # an unknown extension or an option the format does not take is refused before loading anything
+    check_options(output, "-o", camera=camera_path, joints=joints, scale=scale, vertices=vertices,
+                  reduce=reduce_tol)
     fps = check_fps(fps)
     check_output(output, (model_path, motion_path, camera_path))
     with compile_note(quiet):

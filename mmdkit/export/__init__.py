@@ -4,7 +4,8 @@ In: ``Model``, ``Motion`` (or VPD ``Pose`` / None), an output path ending in .np
 .glb or .gltf, options. Out: the file (written atomically, never over an input) and a summary
 dict. ``bake`` (``mmdkit.export.bake``) gives the ``BakedMotion`` every writer reads; each writer
 module exposes ``OPTIONS`` (the keyword options it takes) and ``write(baked, path, *, motion, warn,
-**options) -> dict``; a writer with a ``Stream`` class (npz) is fed each frame while baking.
+**options) -> dict``, optionally ``check(model, frames, **options)`` (run before baking); a writer
+with a ``Stream`` class (npz) is fed each frame while baking.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ WRITERS = {".npz": "mmdkit.export.npz", ".bvh": "mmdkit.export.bvh", ".vmd": "mm
            ".glb": "mmdkit.export.gltf", ".gltf": "mmdkit.export.gltf"}
 """Output extension → writer module (imported on first use)."""
 
-__all__ = ["export", "bake", "BakedMotion", "output_frames", "check_fps", "WRITERS", "writer_for"]
+__all__ = ["export", "bake", "BakedMotion", "output_frames", "check_fps", "check_options", "WRITERS", "writer_for"]
 
 
 def writer_for(path, option: str = "path"):
@@ -46,6 +47,17 @@ def check_not_input(path, *objects) -> None:
             raise OptionError("path", f"{os.fspath(path)} is the input file {os.fspath(src)}; choose another output")
 
 
+def check_options(path, option: str = "path", **options):
+    """The writer module for ``path``, or OptionError naming the first given option (not None or
+    False) that this format does not take; checked before any work."""
+    writer = writer_for(path, option)
+    unknown = sorted(k for k, v in options.items() if v is not None and v is not False and k not in writer.OPTIONS)
+    if unknown:
+        ext = os.path.splitext(os.fspath(path))[1]
+        raise OptionError(unknown[0], f"does not apply to {ext} output (it takes {', '.join(writer.OPTIONS) or 'none'})")
+    return writer
+
+
 def export(model, motion, path, *, frames=None, fps: float = 30.0, physics=True, camera=None, joints=None,
            scale=None, warn=print, progress: bool = False, **options) -> dict:
     """Bake ``motion`` on ``model`` at ``frames`` (motion frames; None: the whole motion at ``fps``)
@@ -53,16 +65,13 @@ def export(model, motion, path, *, frames=None, fps: float = 30.0, physics=True,
     ``camera``: a camera Motion (glTF); ``joints``: None/'all' or 'humanoid' (npz, bvh); ``scale``:
     units per MMD unit (default per format); other ``options`` go to the writer (npz: vertices;
     vmd, gltf: reduce). Returns the writer's summary dict (path, frames, sizes)."""
-    writer = writer_for(path)
-    given = dict(options, camera=camera, joints=joints, scale=scale)
-    unknown = sorted(k for k, v in given.items() if v not in (None, False) and k not in writer.OPTIONS)
-    if unknown:
-        ext = os.path.splitext(os.fspath(path))[1]
-        raise OptionError(unknown[0], f"does not apply to {ext} output (it takes {', '.join(writer.OPTIONS) or 'none'})")
+    writer = check_options(path, camera=camera, joints=joints, scale=scale, **options)
     check_not_input(path, model, motion, camera)
-    kw = {k: v for k, v in given.items() if k in writer.OPTIONS}
+    kw = {k: v for k, v in dict(options, camera=camera, joints=joints, scale=scale).items() if k in writer.OPTIONS}
     if frames is None:
         frames = output_frames(motion, fps)
+    if hasattr(writer, "check"):  # the writer's own option checks, before the (long) bake
+        writer.check(model, frames, **kw)
     if hasattr(writer, "Stream"):  # npz: vertices go into the file frame by frame while baking
         with writer.Stream(path, model, len(frames), **kw) as out:
             baked = bake(model, motion, frames, fps=fps, physics=physics, progress=progress, on_frame=out.on_frame)

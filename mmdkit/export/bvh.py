@@ -77,6 +77,12 @@ def _tree(parents: np.ndarray) -> tuple[list[list[int]], list[int]]:
     return children, roots
 
 
+def check(model, frames, *, joints=None, scale=None) -> None:
+    """OptionError for a joint set the model cannot give or a bad scale (before baking)."""
+    joint_set(model, joints)
+    check_scale(scale)
+
+
 def write(baked, path, *, motion=None, warn=print, joints=None, scale=None) -> dict:
     """``baked`` (a ``BakedMotion``) → ``path`` (.bvh); returns a summary dict."""
     js = joint_set(baked.model, joints)

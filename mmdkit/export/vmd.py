@@ -188,9 +188,16 @@ def _bindable(model, bones: np.ndarray) -> np.ndarray:
     return ok
 
 
-def _key_frames(baked) -> np.ndarray:
-    f = np.round(baked.frames)
-    if np.abs(baked.frames - f).max() > 1e-6 or (len(f) > 1 and (np.diff(f) <= 0).any()):
+def check(model, frames, *, reduce=None) -> None:
+    """OptionError for frames a VMD cannot key or a bad tolerance (before baking)."""
+    _key_frames(frames)
+    _check_tolerance(reduce)
+
+
+def _key_frames(frames) -> np.ndarray:
+    frames = np.asarray(frames, np.float64)
+    f = np.round(frames)
+    if np.abs(frames - f).max() > 1e-6 or (len(f) > 1 and (np.diff(f) <= 0).any()):
         raise OptionError("frames", "a VMD keys whole, increasing motion frames; use --fps 30 or a divisor of 30 "
                                     "and a whole start frame")
     return f.astype(np.int64)
@@ -231,7 +238,7 @@ def baked_motion(baked, motion=None, *, reduce=None, warn=print) -> tuple[Motion
     """The baked VMD as a ``Motion`` (and counts: keys, full, bones keyed) — see module docstring."""
     tol = _check_tolerance(reduce)
     model = baked.model
-    frames = _key_frames(baked)
+    frames = _key_frames(baked.frames)
     if isinstance(motion, Pose):
         from mmdkit.animation.vpd import motion_from_pose
 
