@@ -17,6 +17,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from mmdkit.errors import FormatError, OptionError
 
@@ -29,13 +30,14 @@ RENDER_OPTIONS = ("size", "msaa")
 JOB_KEYS = ("name", "model", "motion", "frames", "outputs", "camera", "audio", "physics", "fps", "test_exit_once")
 """Keys of a job line besides one option table per output. ``test_exit_once`` is a test hook: the
 worker exits abruptly (os._exit) after its first output on the attempt that creates that marker file."""
+_KEYS = frozenset(JOB_KEYS + OUTPUTS)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Job:
     """One model × motion → outputs. Paths are absolute; ``frames`` is 'A:B[:STEP]' or None (the
     whole motion); ``options`` maps an output to its option table; ``where`` names the manifest line;
-    ``key`` (set when planned) is the content hash of inputs and options."""
+    ``key`` (set by ``plan``) is the content hash of inputs and options."""
 
     name: str
     model: str
@@ -87,6 +89,7 @@ def parse_range(spec, where: str) -> tuple[float, float | None, float | None]:
     return start, end, step
 
 
+@lru_cache(maxsize=None)
 def _output_options(output: str) -> tuple:
     if output in RENDER_OUTPUTS:
         return COMMON_OPTIONS + RENDER_OPTIONS
@@ -112,6 +115,11 @@ def _path(value, base: str, what: str, where: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise FormatError(f"'{what}' must be a path, not {value!r}", path=where)
+    return _absolute(base, value)
+
+
+@lru_cache(maxsize=4096)
+def _absolute(base: str, value: str) -> str:
     return os.path.abspath(os.path.join(base, os.path.expanduser(value)))
 
 
@@ -129,7 +137,7 @@ def _outputs(value, where: str) -> tuple:
 def make_job(entry: dict, base: str, where: str, defaults: dict | None = None) -> Job:
     """A ``Job`` from one manifest entry (paths relative to ``base``) with ``defaults`` (output →
     options) under its own option tables; FormatError naming ``where`` when the entry is malformed."""
-    unknown = [k for k in entry if k not in JOB_KEYS and k not in OUTPUTS]
+    unknown = [k for k in entry if k not in _KEYS]
     if unknown:
         raise FormatError(f"unknown key '{unknown[0]}' (a job takes {', '.join(JOB_KEYS)} and one "
                           f"option table per output)", path=where)
@@ -183,7 +191,7 @@ def name_jobs(jobs: list) -> list:
             if j.name in given:
                 raise FormatError(f"name '{j.name}' is already used on {given[j.name]}", path=j.where)
             given[j.name] = j.where
-    autos = [_auto_name(j) for j in jobs]
+    autos = [None if j.name else _auto_name(j) for j in jobs]
     count = {}
     for j, a in zip(jobs, autos):
         if not j.name:

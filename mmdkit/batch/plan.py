@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, replace
-
-import mmdkit
+from dataclasses import dataclass
+from importlib.metadata import version
 
 KEY_VERSION = 1
 """Bumped when the meaning of a job key changes (every job then runs again)."""
+_VERSION = version("mmdkit")
+"""mmdkit's version is part of every key: a new release runs every job again."""
 
 
 class FileHasher:
@@ -24,8 +25,19 @@ class FileHasher:
 
     def __init__(self):
         self._cache = {}
+        self._seen = {}
+
+    def begin(self) -> None:
+        """Start a planning pass: each file is stat'ed once in it (a file changed later is a new pass's)."""
+        self._seen = {}
 
     def digest(self, path: str) -> str:
+        if path in self._seen:
+            return self._seen[path]
+        self._seen[path] = self._digest(path)
+        return self._seen[path]
+
+    def _digest(self, path: str) -> str:
         st = os.stat(path)
         sig = (st.st_size, st.st_mtime_ns)
         hit = self._cache.get(path)
@@ -40,7 +52,7 @@ class FileHasher:
 def job_key(job, hasher: FileHasher) -> str:
     """Hash of what decides a job's outputs: input contents, outputs, options, mmdkit's version.
     OSError when an input file is missing."""
-    spec = {"v": KEY_VERSION, "mmdkit": mmdkit.__version__, "outputs": list(job.outputs),
+    spec = {"v": KEY_VERSION, "mmdkit": _VERSION, "outputs": list(job.outputs),
             "inputs": {role: hasher.digest(path) for role, path in job.inputs().items()},
             "settings": {o: job.output_settings(o) for o in job.outputs}}
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
@@ -69,15 +81,16 @@ def plan(jobs, store, hasher: FileHasher | None = None, *, force: bool = False) 
     """Split ``jobs`` into to-run (keyed, grouped by model), skipped (done, unchanged) and failed
     (an input file missing or unreadable). ``force``: run every job again."""
     hasher = hasher or FileHasher()
+    hasher.begin()
     todo, skipped, failed = [], [], []
+    present = store.job_names()
     for job in jobs:
         try:
-            key = job_key(job, hasher)
+            job.key = key = job_key(job, hasher)
         except OSError as e:
             failed.append(job_row(job, "failed", error=f"{job.where}: {e.filename}: {e.strerror}"))
             continue
-        job = replace(job, key=key)
-        record = None if force else store.read_record(job.name)
+        record = None if force or job.name not in present else store.read_record(job.name)
         if record and record.get("key") == key and store.has_outputs(job.name, record.get("outputs", ())):
             skipped.append(job_row(job, "skipped", frames=record.get("frames", 0),
                                    outputs=[{"path": store.location(job.name, o["filename"]), "size": o["size"]}

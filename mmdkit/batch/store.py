@@ -64,6 +64,15 @@ class Store:
         else:
             os.makedirs(self.root, exist_ok=True)
 
+    def job_names(self) -> set:
+        """Names of the job folders under the root (one listing, so a fresh run reads no records)."""
+        try:
+            if self.url:
+                return {os.path.basename(p.rstrip("/")) for p in self.fs.ls(self._remote(), detail=False)}
+            return set(os.listdir(self.root))
+        except (OSError, FileNotFoundError):
+            return set()
+
     def read_record(self, name: str) -> dict | None:
         """The job record of job ``name``, or None when there is none (or it is unreadable)."""
         try:

@@ -12,10 +12,13 @@ import gc
 import os
 import time
 
+from mmdkit.animation.motion import Motion, Pose
 from mmdkit.batch.manifest import RENDER_OUTPUTS, parse_range
 from mmdkit.batch.plan import job_row
 from mmdkit.errors import MmdkitError, OptionError
 from mmdkit.fileutil import atomic_path
+from mmdkit.formats.io import load
+from mmdkit.model.model import Model
 
 MOTION_FPS = 30.0
 SHOWN_WARNINGS = 5
@@ -38,16 +41,13 @@ def cached_model(path: str):
     if _model_cache["sig"] != sig:
         _model_cache.update(sig=None, model=None)
         gc.collect()
-        _model_cache["model"] = _load(path, "Model", "model (.pmx/.pmd/.glb/.gltf)")
+        _model_cache["model"] = _load(path, Model, "model (.pmx/.pmd/.glb/.gltf)")
         _model_cache["sig"] = sig
     return _model_cache["model"]
 
 
-def _load(path: str, cls_name: str, what: str, classes=None):
-    import mmdkit
-
-    obj = mmdkit.load(path)
-    classes = classes or (getattr(mmdkit, cls_name),)
+def _load(path: str, classes, what: str):
+    obj = load(path)
     if not isinstance(obj, classes):
         raise OptionError(path, f"is a {type(obj).__name__}, expected a {what}")
     return obj
@@ -121,13 +121,11 @@ def one_line(e: BaseException) -> str:
 
 
 def _run(job, store, warnings: list) -> tuple[list, int]:
-    from mmdkit.animation.motion import Motion, Pose
-
     warn = lambda msg: warnings.append(" ".join(str(msg).split()))  # noqa: E731
     model = cached_model(job.model)
     warnings.extend(_file_warnings(job.model, model))
-    motion = _load(job.motion, "Motion", "motion (.vmd) or pose (.vpd)", (Motion, Pose)) if job.motion else None
-    camera = _load(job.camera, "Motion", "camera motion (.vmd)") if job.camera else None
+    motion = _load(job.motion, (Motion, Pose), "motion (.vmd) or pose (.vpd)") if job.motion else None
+    camera = _load(job.camera, Motion, "camera motion (.vmd)") if job.camera else None
     for label, obj in ((job.motion, motion), (job.camera, camera)):
         warnings.extend(_file_warnings(label, obj) if obj is not None else [])
     done, frames = [], 0
