@@ -297,3 +297,18 @@ def test_skeleton_without_mesh_exports_every_bone(assets, wavefile, tmp_path):
     assert stats["joints"] == skeleton.num_bones and stats["morph_targets"] == 0
     a = load_gltf(str(tmp_path / "k.glb"))
     assert not a.meshes and not a.skins and len(a.animations) == 1
+
+
+def test_glb_reads_in_assimp_when_installed(assets, wavefile, tmp_path):
+    """Assimp (optional: `apt-get install assimp-utils`) reads the GLB: every triangle, the clip."""
+    mei = mmdkit.load(assets / "mei" / "Model" / "mei" / "mei.pmd")
+    path = tmp_path / "mei.glb"
+    write_gltf(mei, bake(mei, wavefile, np.arange(0.0, 10.0), physics=False), path, warn=lambda s: None)
+    assert_valid(path)
+    if shutil.which("assimp") is None:
+        return
+    out = subprocess.run(["assimp", "info", str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+    faces = int(next(line.split()[-1] for line in out.stdout.splitlines() if line.startswith("Faces:")))
+    channels = int(next(line.split()[-1] for line in out.stdout.splitlines() if line.startswith("Animation Channels:")))
+    assert faces == mei.num_faces and channels > 0

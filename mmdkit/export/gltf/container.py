@@ -76,17 +76,17 @@ class GltfDocument:
         """A (count, 3) float32 accessor that is zero except rows ``index`` (E,) (increasing) =
         ``value`` (E, 3): sparse storage, no base buffer view; min/max over all rows."""
         index = np.asarray(index, np.uint32)
-        value = np.ascontiguousarray(value, "<f4")
+        value = np.ascontiguousarray(value, "<f4").reshape(-1, 3)
+        if len(index) == 0:  # all zero: one stored zero row (Assimp reads no accessor without data)
+            index, value = np.zeros(1, np.uint32), np.zeros((1, 3), "<f4")
         lo, hi = self._bounds(value)
         if len(index) < count:  # the rows not stored are zero
             lo, hi = [min(v, 0.0) for v in lo], [max(v, 0.0) for v in hi]
-        acc = {"componentType": 5126, "count": int(count), "type": "VEC3", "min": lo, "max": hi}
-        if len(index):
-            acc["sparse"] = {"count": int(len(index)),
-                             "indices": {"bufferView": self.view(index.astype("<u4").tobytes()),
-                                         "componentType": 5125},
-                             "values": {"bufferView": self.view(value.tobytes())}}
-        return self.add("accessors", acc)
+        return self.add("accessors", {
+            "componentType": 5126, "count": int(count), "type": "VEC3", "min": lo, "max": hi,
+            "sparse": {"count": int(len(index)),
+                       "indices": {"bufferView": self.view(index.astype("<u4").tobytes()), "componentType": 5125},
+                       "values": {"bufferView": self.view(value.tobytes())}}})
 
     @staticmethod
     def _bounds(a: np.ndarray) -> tuple[list, list]:
