@@ -117,22 +117,34 @@ def _fits(frame, key_t, key_q, b, a, j, tol, tol_angle):
 def reduce_keys(frame, key_t, key_q, tol, bone_tol_angle, max_span, keep_out):
     """Greedy linear key reduction: keep_out (F,B) bool marks the keys kept per bone (first and
     last always); frame (F,) float64; key_t (F,B,3), key_q (F,B,4) float64; tol units,
-    bone_tol_angle (B,) float64 radians."""
+    bone_tol_angle (B,) float64 radians. From each kept key the next one is the farthest that
+    still fits, found by doubling then bisecting the span (at most max_span frames)."""
     F, B = key_t.shape[0], key_t.shape[1]
     for b in prange(B):
         for f in range(F):
             keep_out[f, b] = False
         keep_out[0, b] = True
-        keep_out[F - 1, b] = True
         a = 0
-        j = 2
-        while j < F:
-            if j - a <= max_span and _fits(frame, key_t, key_q, b, a, j, tol, bone_tol_angle[b]):
-                j += 1
-            else:
-                keep_out[j - 1, b] = True
-                a = j - 1
-                j = a + 2
+        while a < F - 1:
+            lo, hi, n = a + 1, -1, 2
+            while True:
+                e = min(a + n, F - 1, a + max_span)
+                if e <= lo:
+                    break
+                if not _fits(frame, key_t, key_q, b, a, e, tol, bone_tol_angle[b]):
+                    hi = e
+                    break
+                lo = e
+                n *= 2
+            if hi > 0:
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if _fits(frame, key_t, key_q, b, a, mid, tol, bone_tol_angle[b]):
+                        lo = mid
+                    else:
+                        hi = mid
+            keep_out[lo, b] = True
+            a = lo
 
 
 def bone_reach(model) -> np.ndarray:
