@@ -75,10 +75,20 @@ def test_cross_product_cli_and_usage_errors(tmp_path, assets, mmdkit_cli):
     out = tmp_path / "grid"
     code, _, err = mmdkit_cli("batch", "--models", assets / "low_miku" / "gumi.pmd", "--motions",
                               assets / "mei" / "Motion" / "mei_bye" / "*.vmd", "--frames", "0:2", "--no-physics",
-                              "-O", "npz.joints=humanoid", "-o", out, "--workers", "1", "--shard", "0/1", "-q")
+                              "--outputs", "npz,mp4,png", "-O", "npz.joints=humanoid", "-O", "mp4.size=64x48",
+                              "-O", "mp4.frames=0:4", "-O", "png.size=64x48", "-o", out, "--workers", "1",
+                              "--shard", "0/1", "-q")
     assert code == 0, err
     rows = read_results(out / "results-0-of-1.jsonl")
-    assert [(r["name"], r["status"], r["frames"]) for r in rows] == [("gumi__mei_bye", "ok", 3)]
+    assert [(r["name"], r["status"], r["frames"]) for r in rows] == [("gumi__mei_bye", "ok", 5)]
+    import av
+    from PIL import Image
+
+    with av.open(str(out / "gumi__mei_bye" / "gumi__mei_bye.mp4")) as c:
+        assert sum(1 for _ in c.decode(video=0)) == 5  # mp4.frames 0:4 overrides --frames 0:2
+    assert Image.open(out / "gumi__mei_bye" / "gumi__mei_bye.png").size == (64, 48)
+    with np.load(out / "gumi__mei_bye" / "gumi__mei_bye.npz") as d:
+        assert len(d["frames"]) == 3
     code, _, err = mmdkit_cli("batch", "-o", out)
     assert code == 2 and "mmdkit: error: MANIFEST: give a manifest file or --models" in err
     bad = tmp_path / "bad.jsonl"

@@ -53,9 +53,12 @@ def _context():
 
 
 def _stop(pool) -> None:
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
     pool.shutdown(wait=False, cancel_futures=True)
-    for p in list(getattr(pool, "_processes", {}).values()):
+    for p in processes:
         p.terminate()
+    for p in processes:
+        p.join(10)
 
 
 def _round(jobs, store, workers: int, threads: int, on_row) -> tuple[list, set]:

@@ -107,6 +107,10 @@ class Store:
         if not self.url:
             folder = os.path.join(self.root, name)
             os.makedirs(folder, exist_ok=True)
+            for leftover in os.listdir(folder):  # temporary files of a run killed outright (SIGKILL, lost node)
+                if leftover.startswith(".") and leftover != RECORD:
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(folder, leftover))
             yield folder
             return
         folder = tempfile.mkdtemp(prefix=f"mmdkit-batch-{name[:40]}-")

@@ -16,7 +16,6 @@ from mmdkit.animation.motion import Motion, Pose
 from mmdkit.batch.manifest import RENDER_OUTPUTS, parse_range
 from mmdkit.batch.plan import job_row
 from mmdkit.errors import MmdkitError, OptionError
-from mmdkit.fileutil import atomic_path
 from mmdkit.formats.io import load
 from mmdkit.model.model import Model
 
@@ -82,25 +81,24 @@ def _size(value) -> tuple:
 
 
 def _produce(job, output: str, folder: str, model, motion, camera, warn) -> dict:
-    """Write one output of ``job`` into ``folder`` atomically; returns {filename, size, frames}."""
+    """Write one output of ``job`` into ``folder``; returns {filename, size, frames}."""
     settings = job.output_settings(output)
     frames, fps = output_frames_for(motion, camera, settings)
     filename = f"{job.name}.{output}"
-    target = os.path.join(folder, filename)
-    with atomic_path(target, "." + output) as tmp:
-        if output in RENDER_OUTPUTS:
-            from mmdkit.render.pipeline import render_motion
+    target = os.path.join(folder, filename)  # export and render write atomically (temporary file + rename)
+    if output in RENDER_OUTPUTS:
+        from mmdkit.render.pipeline import render_motion
 
-            render_motion(model, motion, tmp, frames=frames[:1] if output == "png" else frames, camera=camera,
-                          size=_size(settings.get("size", "1280x720")), fps=fps, msaa=int(settings.get("msaa", 4)),
-                          physics=bool(settings["physics"]), audio=job.audio if output == "mp4" else None,
-                          progress=False, warn=warn)
-        else:
-            from mmdkit.export import export
+        render_motion(model, motion, target, frames=frames[:1] if output == "png" else frames, camera=camera,
+                      size=_size(settings.get("size", "1280x720")), fps=fps, msaa=int(settings.get("msaa", 4)),
+                      physics=bool(settings["physics"]), audio=job.audio if output == "mp4" else None,
+                      progress=False, warn=warn)
+    else:
+        from mmdkit.export import export
 
-            opts = {k: v for k, v in settings.items() if k not in ("frames", "fps", "physics")}
-            export(model, motion, tmp, frames=frames, fps=fps, physics=bool(settings["physics"]),
-                   camera=camera if output in ("glb", "gltf") else None, warn=warn, **opts)
+        opts = {k: v for k, v in settings.items() if k not in ("frames", "fps", "physics")}
+        export(model, motion, target, frames=frames, fps=fps, physics=bool(settings["physics"]),
+               camera=camera if output in ("glb", "gltf") else None, warn=warn, **opts)
     return {"filename": filename, "size": os.path.getsize(target), "frames": 1 if output == "png" else len(frames)}
 
 
