@@ -71,15 +71,22 @@ def output_frames(motion, fps: float = MOTION_FPS, start: float = 0.0, end: floa
     return start + np.arange(count) * step
 
 
+def check_number(value, option: str, *, default=None, zero_ok: bool = False) -> float:
+    """``value`` (None → ``default``) as a float, or OptionError(option) unless finite and > 0
+    (>= 0 with ``zero_ok``). The one check of the numeric export options (fps, scale, reduce)."""
+    v = default if value is None else value
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        raise OptionError(option, f"{value!r} is not a number") from None
+    if not (math.isfinite(v) and (v >= 0 if zero_ok else v > 0)):
+        raise OptionError(option, f"must be a finite number {'>=' if zero_ok else '>'} 0, not {v:g}")
+    return v
+
+
 def check_fps(fps) -> float:
     """``fps`` as a float, or OptionError('fps') unless finite and > 0."""
-    try:
-        fps = float(fps)
-    except (TypeError, ValueError):
-        raise OptionError("fps", f"{fps!r} is not a number") from None
-    if not (math.isfinite(fps) and fps > 0):
-        raise OptionError("fps", f"must be a finite number > 0, not {fps:g}")
-    return fps
+    return check_number(fps, "fps")
 
 
 def _checked_frames(frames) -> np.ndarray:

@@ -15,6 +15,7 @@ import zipfile
 import numpy as np
 
 from mmdkit.errors import OptionError
+from mmdkit.export.bake import check_number
 from mmdkit.export.humanoid import joint_pose, joint_set
 from mmdkit.fileutil import atomic_path
 
@@ -25,14 +26,7 @@ ROOT_BONES = ("センター", "全ての親")
 
 def check_scale(scale) -> float:
     """``scale`` (None = 1) as a float, or OptionError('scale') unless finite and > 0."""
-    s = 1.0 if scale is None else scale
-    try:
-        s = float(s)
-    except (TypeError, ValueError):
-        raise OptionError("scale", f"{scale!r} is not a number") from None
-    if not (np.isfinite(s) and s > 0):
-        raise OptionError("scale", f"must be a finite number > 0, not {s:g}")
-    return s
+    return check_number(scale, "scale", default=1.0)
 
 
 def root_bone(model) -> int:

@@ -25,6 +25,7 @@ from mmdkit.animation.builder import MotionBuilder
 from mmdkit.animation.curves import interpolation_block
 from mmdkit.animation.motion import Motion, Pose
 from mmdkit.errors import OptionError
+from mmdkit.export.bake import check_number
 from mmdkit.fileutil import atomic_path
 from mmdkit.mathutil import qmul_scalar, qscale_angle_scalar, qslerp_scalar
 from mmdkit.model import model as M
@@ -216,15 +217,7 @@ def _key_frames(frames) -> np.ndarray:
 
 
 def _check_tolerance(reduce) -> float | None:
-    if reduce is None:
-        return None
-    try:
-        tol = float(reduce)
-    except (TypeError, ValueError):
-        raise OptionError("reduce", f"{reduce!r} is not a number") from None
-    if not (np.isfinite(tol) and tol >= 0):
-        raise OptionError("reduce", f"the tolerance must be a finite number >= 0, not {tol:g}")
-    return tol
+    return None if reduce is None else check_number(reduce, "reduce", zero_ok=True)
 
 
 def _base_motion(model, motion, first_frame: int) -> dict:
