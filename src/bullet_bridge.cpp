@@ -60,6 +60,38 @@ static bool finite(const btTransform& t) {
 
 static bool finite(const btVector3& v) { return std::isfinite(v.x() + v.y() + v.z()); }
 
+// A 6-DOF spring joint that can solve its linear limits as Bullet 2.75 (MMD's Bullet) did.
+// Bullet 2.76+ without the frame offset takes body A's lever arm for a linear limit row from
+// frame B's origin; 2.75 took it from frame A's. With `lever_arm_275` and the frame offset off,
+// getInfo2 rewrites those rows' body-A angular Jacobian with frame A's origin (the same change
+// as babylon-mmd's constraint patch), everything else is Bullet's.
+class MmdSpringJoint : public btGeneric6DofSpringConstraint {
+public:
+    MmdSpringJoint(btRigidBody& a, btRigidBody& b, const btTransform& fa, const btTransform& fb, bool lever_arm_275)
+        : btGeneric6DofSpringConstraint(a, b, fa, fb, true), lever_arm_275_(lever_arm_275) {}
+
+    void getInfo2(btConstraintInfo2* info) override {
+        btGeneric6DofSpringConstraint::getInfo2(info);
+        if (!lever_arm_275_ || getUseFrameOffset()) return;
+        // without the frame offset the linear limit rows come first, one per axis that needs force
+        const btTransform& frame_a = getCalculatedTransformA();
+        const btVector3 arm = frame_a.getOrigin() - getRigidBodyA().getCenterOfMassTransform().getOrigin();
+        int row = 0;
+        for (int i = 0; i < 3; ++i) {
+            if (!getTranslationalLimitMotor()->needApplyForce(i)) continue;
+            const btVector3 torque = arm.cross(frame_a.getBasis().getColumn(i));
+            btScalar* j1 = info->m_J1angularAxis + row * info->rowskip;
+            j1[0] = torque[0];
+            j1[1] = torque[1];
+            j1[2] = torque[2];
+            ++row;
+        }
+    }
+
+private:
+    bool lever_arm_275_;
+};
+
 static void need(bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument(what);
 }
@@ -192,7 +224,7 @@ public:
     // or one world frame used for both (world_frame=true; frame_b ignored).
     void add_joints(I1 body_a, I1 body_b, F3 frame_a, F3 frame_b, F2 linear_lower, F2 linear_upper,
                     F2 angular_lower, F2 angular_upper, F2 stiffness, bool world_frame, bool use_frame_offset,
-                    bool all_angular_springs) {
+                    bool all_angular_springs, float stop_erp, bool lever_arm_275) {
         const size_t n = body_a.shape(0);
         need(body_b.shape(0) == n && frame_a.shape(0) == n && linear_lower.shape(0) == n &&
              linear_upper.shape(0) == n && angular_lower.shape(0) == n && angular_upper.shape(0) == n &&
@@ -214,7 +246,7 @@ public:
                 fa = to_bt(frame_a.data() + 16 * j);
                 fb = to_bt(frame_b.data() + 16 * j);
             }
-            auto c = std::make_unique<btGeneric6DofSpringConstraint>(*A, *B, fa, fb, true);
+            auto c = std::make_unique<MmdSpringJoint>(*A, *B, fa, fb, lever_arm_275);
             c->setLinearLowerLimit(btVector3(linear_lower(j, 0), linear_lower(j, 1), linear_lower(j, 2)));
             c->setLinearUpperLimit(btVector3(linear_upper(j, 0), linear_upper(j, 1), linear_upper(j, 2)));
             c->setAngularLowerLimit(btVector3(angular_lower(j, 0), angular_lower(j, 1), angular_lower(j, 2)));
@@ -228,6 +260,9 @@ public:
             }
             c->setEquilibriumPoint();
             c->setUseFrameOffset(use_frame_offset);
+            // error reduction at the limits (Bullet's default 0.2); > 0 sets all six axes
+            if (stop_erp > 0.f)
+                for (int k = 0; k < 6; ++k) c->setParam(BT_CONSTRAINT_STOP_ERP, stop_erp, k);
             world_->addConstraint(c.get());
             joints_.push_back(std::move(c));
         }
@@ -547,7 +582,8 @@ NB_MODULE(_bullet, m) {
         .def_prop_ro("num_joints", &World::num_joints)
         .def("add_joints", &World::add_joints, "body_a"_a, "body_b"_a, "frame_a"_a, "frame_b"_a,
              "linear_lower"_a, "linear_upper"_a, "angular_lower"_a, "angular_upper"_a, "stiffness"_a,
-             "world_frame"_a = false, "use_frame_offset"_a = true, "all_angular_springs"_a = false)
+             "world_frame"_a = false, "use_frame_offset"_a = true, "all_angular_springs"_a = false,
+             "stop_erp"_a = 0.0f, "lever_arm_275"_a = false)
         .def("set_kinematic_transforms", &World::set_kinematic_transforms, "indices"_a, "transforms"_a)
         .def("set_kinematic_flags", &World::set_kinematic_flags, "flags"_a)
         .def("step", &World::step, "dt"_a, "max_substeps"_a = 10, "fixed_step"_a = 1.0f / 120.0f,

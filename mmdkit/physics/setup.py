@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mmdkit.errors import BuildError
+from mmdkit.model.deform import effective_weights
 
 __all__ = ["DEFAULT_FIXED_STEP", "DEFAULT_MAX_SUBSTEPS", "GRAVITY", "DEFAULT_WARMUP_STEPS", "BLOWUP_SIZES",
            "BodySetup", "JointSetup", "body_setup", "joint_setup", "euler_to_matrix", "body_frames",
-           "model_array", "model_label", "model_size", "finite_or"]
+           "model_array", "model_label", "model_size", "finite_or", "mesh_linked_bones"]
 
 #: Fixed simulation step (seconds) and substep cap: saba's settings (MMD documents none).
 DEFAULT_FIXED_STEP = 1.0 / 120.0
@@ -65,6 +66,25 @@ def model_size(model) -> float:
     if not len(p):
         return 1.0
     return max(1.0, float(np.linalg.norm(p.max(axis=0) - p.min(axis=0))))
+
+
+def mesh_linked_bones(model) -> np.ndarray:
+    """(B, B) bool: bones the mesh joins — a vertex weighted to both, or one the other's parent
+    (and every bone with itself). A joint between such bones tears the mesh when it stretches."""
+    B = int(len(model.bone_name))
+    linked = np.eye(B, dtype=bool)
+    weight = effective_weights(model.vertex_deform, model.vertex_bone_weight)
+    bone = np.asarray(model.vertex_bone_index, np.int64).reshape(-1, 4)
+    for k1 in range(4):
+        for k2 in range(k1 + 1, 4):
+            both = (weight[:, k1] > 0) & (weight[:, k2] > 0)
+            a, b = bone[both, k1], bone[both, k2]
+            ok = (a >= 0) & (a < B) & (b >= 0) & (b < B)
+            linked[a[ok], b[ok]] = linked[b[ok], a[ok]] = True
+    parent = model_array(model, "bone_parent", np.int64, (B,))
+    child = np.nonzero((parent >= 0) & (parent < B))[0]
+    linked[child, parent[child]] = linked[parent[child], child] = True
+    return linked
 
 
 def euler_to_matrix(euler: np.ndarray) -> np.ndarray:

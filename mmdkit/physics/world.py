@@ -13,13 +13,17 @@ import concurrent.futures
 
 import numpy as np
 
+from mmdkit.errors import OptionError
 from mmdkit.physics import _bullet
 from mmdkit.physics.kernels import body_targets, drive_bones
 from mmdkit.physics.setup import (BLOWUP_SIZES, DEFAULT_FIXED_STEP, DEFAULT_MAX_SUBSTEPS, DEFAULT_WARMUP_STEPS,
-                                  GRAVITY, BodySetup, JointSetup, body_setup, joint_setup, model_size)
+                                  GRAVITY, BodySetup, JointSetup, body_setup, joint_setup, mesh_linked_bones,
+                                  model_size)
 from mmdkit.physics.soft import add_soft_bodies
 
-__all__ = ["MMDPhysics"]
+__all__ = ["MMDPhysics", "JOINT_SOLVERS"]
+
+JOINT_SOLVERS = ("mmd", "bullet")
 
 
 def _new_world(bodies: BodySetup, kinematic, floor: bool, gravity, solver_iterations: int, soft: bool):
@@ -32,21 +36,23 @@ def _new_world(bodies: BodySetup, kinematic, floor: bool, gravity, solver_iterat
         int(solver_iterations), bool(soft))
 
 
-def _add_joints(world, joints: JointSetup, soft_joints: bool) -> None:
-    """The kept joints as 6-DOF spring constraints, frames given in world space at bind."""
+def _add_joints(world, joints: JointSetup, solver: str, stop_erp: float) -> None:
+    """The kept joints as 6-DOF spring constraints, frames given in world space at bind; solver
+    'mmd' = as Bullet 2.75 solved them (no frame offset, 2.75's lever arm), 'bullet' = Bullet 3's."""
     j = joints
     if len(j.joint_index):
         world.add_joints(j.joint_body_a, j.joint_body_b, j.joint_frame, j.joint_frame,
                          j.joint_translation_lower, j.joint_translation_upper,
                          j.joint_rotation_lower, j.joint_rotation_upper, j.joint_stiffness,
-                         world_frame=True, use_frame_offset=not soft_joints)
+                         world_frame=True, use_frame_offset=solver == "bullet", stop_erp=stop_erp,
+                         lever_arm_275=solver == "mmd")
 
 
 class MMDPhysics:
     """One Bullet world for one Model.
 
-    MMDPhysics(model, fixed_step=1/120, max_substeps=10, floor=False, soft_joints=False,
-               solver_iterations=10, gravity=(0,-98,0), warmup_steps=60)
+    MMDPhysics(model, fixed_step=1/120, max_substeps=10, floor=False, joint_solver="mmd",
+               solver_iterations=10, gravity=(0,-98,0), warmup_steps=60, joint_stop_erp=0)
     reset(bone_world)           bodies to their bones' pose, zero velocity, warm-up steps
     step(dt, bone_world)        kinematic bodies follow bone_world (B,4,4) f32; after stepping the
                                 rows of bones driven by dynamic bodies are overwritten in place
@@ -60,12 +66,18 @@ class MMDPhysics:
     bodies, joints              the ``setup.BodySetup`` / ``setup.JointSetup`` it was built from
     body_target, body_world     (R,4,4) float32 model space: where bones put the bodies / where they are
     soft_body_vertex[i], soft_body_positions(i)   PMX 2.1 soft bodies: model vertices and node positions
-    ``soft_joints`` turns Bullet's 6-DOF frame offset off (closer to MMD's Bullet 2.75 softness).
+    ``joint_solver``: 'mmd' (default) solves the 6-DOF spring joints as MMD's Bullet 2.75 did (no
+    frame offset; a linear limit's lever arm on body A from frame A — Bullet 2.76+ took frame B's,
+    which lets long locked chains such as mokou_B's side hair pull apart); 'bullet' = Bullet 3's
+    own (frame offset on). ``joint_stop_erp`` > 0 sets the joints' error reduction at their limits
+    on all six axes (Bullet's default 0.2; three.js and babylon-mmd use 0.475).
     """
 
     def __init__(self, model, fixed_step: float = DEFAULT_FIXED_STEP, max_substeps: int = DEFAULT_MAX_SUBSTEPS,
-                 floor: bool = False, soft_joints: bool = False, solver_iterations: int = 10,
-                 gravity=GRAVITY, warmup_steps: int = DEFAULT_WARMUP_STEPS):
+                 floor: bool = False, joint_solver: str = "mmd", solver_iterations: int = 10,
+                 gravity=GRAVITY, warmup_steps: int = DEFAULT_WARMUP_STEPS, joint_stop_erp: float = 0.0):
+        if joint_solver not in JOINT_SOLVERS:
+            raise OptionError("joint_solver", f"must be one of {', '.join(JOINT_SOLVERS)}, not {joint_solver!r}")
         self.fixed_step = float(fixed_step)
         self.warmup_steps = int(warmup_steps)
         self.max_substeps = int(max_substeps)
@@ -81,7 +93,7 @@ class MMDPhysics:
         self.body_kinematic = ~self.body_active
         soft = bool(tuple(getattr(model, "soft_bodies", ()) or ()))
         self.world = _new_world(self.bodies, self.body_kinematic, floor, gravity, solver_iterations, soft)
-        _add_joints(self.world, self.joints, soft_joints)
+        _add_joints(self.world, self.joints, joint_solver, float(joint_stop_erp))
         self.joint_index = self.joints.joint_index
         self.joint_body_a, self.joint_body_b = self.joints.joint_body_a, self.joints.joint_body_b
         self.joint_position = self.joints.joint_position
@@ -144,6 +156,15 @@ class MMDPhysics:
         body_bone = self.bodies.body_bone
         on = lambda bodies: (body_bone[bodies] >= 0) & skinned[np.maximum(body_bone[bodies], 0)]
         return on(self.joint_body_a) & on(self.joint_body_b)
+
+    def visible_joint_mask(self, model) -> np.ndarray:
+        """(J,) bool: skinned joints (``skinned_joint_mask``) whose two bones the mesh joins
+        (``setup.mesh_linked_bones``): where a stretch opens a visible tear. Cross-links between
+        strands and pins such as mokou's head-to-hair-tip joints are not among them."""
+        linked = mesh_linked_bones(model)
+        bone_a = np.maximum(self.bodies.body_bone[self.joint_body_a], 0)
+        bone_b = np.maximum(self.bodies.body_bone[self.joint_body_b], 0)
+        return self.skinned_joint_mask(model) & linked[bone_a, bone_b]
 
     def set_bone_physics(self, bone_mask: np.ndarray) -> None:
         """(B,) bool per-bone physics flags: False makes that bone's bodies follow it kinematically."""
