@@ -17,13 +17,13 @@ import os
 import numpy as np
 
 from mmdkit.errors import OptionError
+from mmdkit.export.bake import check_number
 from mmdkit.export.gltf.animation import (Channel, add_animation, camera_channels, camera_pose, joint_channels,
                                           skeleton, weight_channel)
 from mmdkit.export.gltf.container import GltfDocument
 from mmdkit.export.gltf.materials import add_materials
 from mmdkit.export.gltf.mesh import add_mesh, deforming_bones, mesh_arrays
 from mmdkit.export.gltf.reduce import subtree_reach
-from mmdkit.export.npz import check_scale
 from mmdkit.importers.scene import MMD_UNITS_PER_METRE, Space
 
 OPTIONS = ("camera", "scale", "reduce")
@@ -45,13 +45,7 @@ def tolerance_for(model, reduce) -> float | None:
         return TOLERANCE * (height if height > 0 else MMD_UNITS_PER_METRE)
     if reduce is False:
         return None
-    try:
-        tol = float(reduce)
-    except (TypeError, ValueError):
-        raise OptionError("reduce", f"{reduce!r} is not True, False or a tolerance in MMD units") from None
-    if not (np.isfinite(tol) and tol >= 0):
-        raise OptionError("reduce", f"the tolerance must be a finite number >= 0, not {tol:g}")
-    return tol or None
+    return check_number(reduce, "reduce", zero_ok=True) or None
 
 
 def _times(frames: np.ndarray) -> np.ndarray:
@@ -139,7 +133,7 @@ def write_gltf(model, baked, path, *, camera=None, scale=None, binary: bool | No
     scale, linearised_vertices, bytes."""
     path = os.fspath(path)
     binary = path.lower().endswith(".glb") if binary is None else binary
-    s = 1.0 / MMD_UNITS_PER_METRE if scale is None else check_scale(scale)
+    s = check_number(scale, "scale", default=1.0 / MMD_UNITS_PER_METRE)
     if camera is not None and baked is None:
         raise OptionError("camera", "a camera needs a motion to set its frames")
     tol = tolerance_for(model, reduce)
