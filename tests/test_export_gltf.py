@@ -287,6 +287,11 @@ def test_bad_options_are_refused(tmp_path):
     with pytest.raises(OptionError, match="frames"):
         write_gltf(model, bake(model, _arm_motion(), [2.0, 1.0], physics=False), tmp_path / "x.glb")
     assert not (tmp_path / "x.glb").exists()
+    # through export(): refused before baking
+    with pytest.raises(OptionError, match="camera"):
+        export(model, _arm_motion(), tmp_path / "x.glb", frames=[0.0, 1.0], physics=False, camera=_arm_motion())
+    with pytest.raises(OptionError, match="scale"):
+        export(model, _arm_motion(), tmp_path / "x.gltf", frames=[0.0, 1.0], physics=False, scale=-1)
 
 
 def test_skeleton_without_mesh_exports_every_bone(assets, wavefile, tmp_path):

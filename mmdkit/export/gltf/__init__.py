@@ -33,7 +33,7 @@ MOTION_FPS = 30.0
 CAMERA_NEAR, CAMERA_FAR = 0.5, 2000.0
 """Clip planes of the exported camera, MMD units (the renderer's defaults)."""
 
-__all__ = ["write", "write_gltf", "OPTIONS", "TOLERANCE", "tolerance_for"]
+__all__ = ["write", "write_gltf", "check", "OPTIONS", "TOLERANCE", "tolerance_for"]
 
 
 def tolerance_for(model, reduce) -> float | None:
@@ -56,10 +56,24 @@ def _times(frames: np.ndarray) -> np.ndarray:
     return t
 
 
+def _check_camera(camera) -> None:
+    if not getattr(camera, "num_camera_keys", 0):
+        raise OptionError("camera", f"{getattr(camera, 'source_path', '') or 'the camera motion'} has no camera keys")
+
+
+def check(model, frames, *, camera=None, scale=None, reduce=True) -> None:
+    """OptionError for a bad scale, tolerance or camera, or frames that do not increase — run by
+    ``mmdkit.export.export`` before the (long) bake."""
+    check_number(scale, "scale", default=1.0 / MMD_UNITS_PER_METRE)
+    tolerance_for(model, reduce)
+    _times(np.asarray(frames, np.float64).reshape(-1))
+    if camera is not None:
+        _check_camera(camera)
+
+
 def _camera_node(doc, camera, frames, space, time, tolerance, warn) -> tuple[int, list[Channel]]:
     """A camera node following the camera ``Motion`` at ``frames``; (node, its channels)."""
-    if camera is None or not getattr(camera, "num_camera_keys", 0):
-        raise OptionError("camera", f"{getattr(camera, 'source_path', '') or 'the camera motion'} has no camera keys")
+    _check_camera(camera)
     eye, rotation, fov = camera_pose(camera, frames, space)
     if np.ptp(fov) > 0:
         warn(f"camera fov changes ({fov.min():g}° to {fov.max():g}°); glTF cannot animate it, "
