@@ -1,0 +1,106 @@
+"""Baked VMD: read back and posed WITHOUT physics, it reproduces the original run (with physics)
+within 1e-3 units on every bone; IK off by property keys, physics-off flags on driven bones,
+append bones keyed with their own part only; key reduction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mmdkit
+from mmdkit.animation.binding import match_tracks
+from mmdkit.animation.curves import bone_key_physics
+from mmdkit.errors import OptionError
+from mmdkit.export import bake
+from mmdkit.export.vmd import write
+from mmdkit.runtime import pose
+
+FRAMES = np.arange(200.0, 320.0)
+
+
+@pytest.fixture(scope="module")
+def gene(assets):
+    model = mmdkit.load(assets / "gene" / "Gene.pmx")
+    motion = mmdkit.load(assets / "wavefile" / "wavefile_v2.vmd")
+    return model, motion, bake(model, motion, FRAMES, physics=True)
+
+
+@pytest.fixture(scope="module")
+def replayed(gene, tmp_path_factory):
+    model, motion, baked = gene
+    path = tmp_path_factory.mktemp("vmd") / "baked.vmd"
+    info = write(baked, path, motion=motion, warn=lambda s: None)
+    back = mmdkit.load(path)
+    return info, back, pose(model, back, FRAMES)
+
+
+def test_replay_without_physics_matches_physics_run(gene, replayed):
+    model, _, baked = gene
+    info, back, out = replayed
+    assert baked.physics and baked.bone_driven.sum() > 20  # hair/cloth really simulated
+    position_error = np.abs(out["bone_world"][..., :3, 3] - baked.bone_world[..., :3, 3]).max()
+    rotation_error = np.abs(out["bone_world"][..., :3, :3] - baked.bone_world[..., :3, :3]).max()
+    assert position_error < 1e-3 and rotation_error < 1e-3, (position_error, rotation_error)
+    assert info["bone_keys"] == info["bones_keyed"] * len(FRAMES)
+
+
+def test_ik_off_and_physics_off_flags(gene, replayed):
+    model, _, baked = gene
+    _, back, _ = replayed
+    ik_names = {model.bone_name[b] for b in model.ik_bone}
+    assert set(back.property_ik_name) == ik_names
+    assert back.num_property_keys >= 1 and not back.property_ik_enabled.any()
+    flags = bone_key_physics(back.bone_key_interpolation)
+    track_bone, unbound = match_tracks(model.bone_name, back.bone_track_name, back.bone_track_name_bytes, 15)
+    assert not unbound
+    driven = baked.bone_driven[track_bone[back.bone_key_track]]
+    assert driven.any() and not flags[driven].any() and flags[~driven].all()
+
+
+def test_append_bones_keyed_with_their_own_part(gene, replayed):
+    """Append bones the dance does not key and physics does not drive get identity keys (MMD adds
+    the append itself), though the append turns them (右肩連 follows 右肩 with ratio 1)."""
+    model, motion, baked = gene
+    _, back, _ = replayed
+    assert np.abs(baked.bone_local_rotation[:, model.bone_name.index("右肩連"), :3]).max() > 0.1
+    checked = 0
+    for b in np.nonzero(np.asarray(model.bone_append_parent) >= 0)[0]:
+        name = model.bone_name[b]
+        if name in motion.bone_track_name or baked.bone_driven[b] or name not in back.bone_track_name:
+            continue
+        keys = back.bone_key_rotation[back.bone_key_track == back.bone_track_name.index(name)]
+        assert np.abs(keys[:, :3]).max() < 1e-4, name
+        checked += 1
+    assert checked >= 1
+
+
+def test_morph_keys_copied(gene, replayed):
+    _, motion, _ = gene
+    _, back, _ = replayed
+    assert back.num_morph_keys == motion.num_morph_keys
+    assert back.morph_track_name == motion.morph_track_name
+
+
+def test_reduction(gene, tmp_path):
+    """Kinematic bones shrink >= 10x; physics-driven hair swings ~0.08 rad a frame, which linear
+    keys cannot follow much more sparsely within 0.002 units (see docs/export.md)."""
+    model, motion, baked = gene
+    info = write(baked, tmp_path / "r.vmd", motion=motion, reduce=0.002, warn=lambda s: None)
+    back = mmdkit.load(tmp_path / "r.vmd")
+    driven_keys = int((~back.bone_key_physics).sum())
+    kinematic_full = len(FRAMES) * int((~baked.bone_driven).sum())
+    assert info["bone_keys"] - driven_keys < kinematic_full / 10
+    assert info["bone_keys"] < info["full_keys"] / 2.5
+    out = pose(model, back, FRAMES)
+    err = np.abs(out["bone_world"][..., :3, 3] - baked.bone_world[..., :3, 3]).max()
+    assert err < 0.02, err  # 0.002 units per key, accumulated down chains (hair: ~6 bones)
+
+
+def test_fractional_frames_refused(gene, tmp_path):
+    model, motion, _ = gene
+    half = bake(model, motion, [0.5, 1.5], physics=False)
+    with pytest.raises(OptionError, match="frames"):
+        write(half, tmp_path / "x.vmd", motion=motion)
+    with pytest.raises(OptionError, match="reduce"):
+        write(bake(model, motion, [0.0, 1.0], physics=False), tmp_path / "x.vmd", reduce=-1)
+    assert not list(tmp_path.iterdir())
