@@ -216,6 +216,16 @@ def test_eight_weights_keep_the_four_largest(gltf_dir):
     assert model.material_flags[0] & M.MATERIAL_DOUBLE_SIDED
 
 
+def test_a_zero_scale_bind_is_a_format_error(gltf_dir, tmp_path):
+    doc = _doc_with(gltf_dir)
+    doc["skins"][0]["inverseBindMatrices"] = _accessor(doc, np.zeros((2, 16), np.float32), 5126, "MAT4")
+    with pytest.raises(FormatError, match=r"zero.gltf: skins\[0\].inverseBindMatrices\[0\] has a zero scale"):
+        import_scene(read_gltf(json.dumps(doc).encode(), "zero.gltf"))
+    (tmp_path / "zero.gltf").write_text(json.dumps(doc))
+    r = run("info", tmp_path / "zero.gltf")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
 def test_load_and_clips_of(gltf_dir):
     model = mmdkit.load(gltf_dir / "Fox.glb")
     clips = clips_of(model)

@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from mmdkit.importers.scene import Skeleton, Space, skin_bind_matrix
+from mmdkit.importers.scene import Skeleton, Space, inverse, skin_joint_binds
 from mmdkit.model.builder import ModelBuilder
 
 _EXT = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/bmp": ".bmp"}
@@ -86,10 +86,9 @@ def _skin_bind(scene, node: int, sk: Skeleton, warnings: list[str]) -> tuple[np.
     """(4, 4) bind matrix for the vertices of skinned mesh ``node`` (D·C: D ≠ I only when another
     skin bound the same joints elsewhere) and (J,) bone per joint of its skin."""
     skin = scene.skins[scene.node_skin[node]]
-    c = skin_bind_matrix(scene, node)
-    own = c @ np.linalg.inv(skin.joint_inverse_bind.astype(np.float64))
+    c, own = skin_joint_binds(scene, node)
     joint_bone = sk.node_bone[skin.joint_node]
-    d = sk.bone_bind[joint_bone] @ np.linalg.inv(own)
+    d = sk.bone_bind[joint_bone] @ inverse(own, scene.path, f"the bind of nodes[{node}] joint {{}}")
     size = max(1.0, float(np.abs(own[:, :3, 3]).max()))
     if np.abs(d - d[0]).max() > _BIND_TOLERANCE * size:
         warnings.append(f"node {node} ({scene.node_name[node]!r}): its skin binds shared joints unlike the first "
@@ -111,7 +110,7 @@ def _default_weights(scene, node: int) -> np.ndarray:
 
 
 def _primitive(mb: ModelBuilder, prim, bind: np.ndarray, bones, space: Space, defaults: np.ndarray,
-               n_materials: int) -> tuple[int, np.ndarray]:
+               n_materials: int, path: str) -> tuple[int, np.ndarray]:
     """Add one primitive; returns (first vertex, (K, V, 3) MMD-space morph offsets)."""
     lin = bind[:3, :3]
     v = np.asarray(prim.vertex_position, np.float64)
@@ -124,7 +123,7 @@ def _primitive(mb: ModelBuilder, prim, bind: np.ndarray, bones, space: Space, de
     if prim.vertex_normal is None:
         nrm = _normals(pos, face)
     else:
-        nrm = space.directions(np.asarray(prim.vertex_normal, np.float64) @ np.linalg.inv(lin))
+        nrm = space.directions(np.asarray(prim.vertex_normal, np.float64) @ inverse(lin, path, "the bind matrix of a mesh node"))
         nrm /= np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-30)
     uv = np.zeros((len(pos), 2)) if prim.vertex_uv is None else prim.vertex_uv
     material = prim.material if prim.material >= 0 else n_materials
@@ -155,7 +154,7 @@ def add_meshes(mb: ModelBuilder, scene, sk: Skeleton, space: Space, warnings: li
                                     f"skin's first joint")
                 b = sk.node_bone[node] if joint_bone is None else joint_bone[0]
                 bones = (np.full(len(prim.vertex_position), b, np.int32),)
-            first, offsets = _primitive(mb, prim, bind, bones, space, defaults, len(scene.materials))
+            first, offsets = _primitive(mb, prim, bind, bones, space, defaults, len(scene.materials), scene.path)
             if prim.target_normal is not None:
                 losses["normals"] = losses.get("normals", 0) + len(mesh.target_name)
             for k, tname in enumerate(mesh.target_name):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mmdkit.errors import FormatError
 from mmdkit.model.build import build_model
 from mmdkit.model.builder import ModelBuilder
 from mmdkit.model.model import Model
@@ -103,6 +104,34 @@ def quaternions_from_rotations(r: np.ndarray) -> np.ndarray:
     return np.where(q[..., 3:] < 0, -q, q)
 
 
+def inverse(m: np.ndarray, path: str, what: str) -> np.ndarray:
+    """Affine inverse of (…, 4, 4) matrices (the bottom row read as 0 0 0 1, as glTF requires) or
+    inverse of (…, 3, 3) ones, float64; ``FormatError`` naming ``what`` (formatted with the first
+    bad index) when one has a zero scale."""
+    m = np.asarray(m, np.float64)
+    lin = m[..., :3, :3]
+    det = np.linalg.det(lin)
+    size = np.abs(lin).max(axis=(-2, -1))
+    bad = np.atleast_1d(~(np.abs(det) > 1e-12 * size ** 3))
+    if bad.any():
+        raise FormatError(f"{what.format(int(np.flatnonzero(bad)[0]))} has a zero scale (no inverse)", path=path)
+    inv = np.linalg.inv(lin)
+    if m.shape[-1] == 3:
+        return inv
+    out = np.zeros(m.shape)
+    out[..., :3, :3] = inv
+    out[..., :3, 3] = -np.einsum("...ij,...j->...i", inv, m[..., :3, 3])
+    out[..., 3, 3] = 1.0
+    return out
+
+
+def skin_joint_binds(scene, node: int) -> tuple[np.ndarray, np.ndarray]:
+    """(C (4, 4), bind worlds C·IBM_j⁻¹ (J, 4, 4)) float64 of skinned mesh ``node``'s joints."""
+    s = int(scene.node_skin[node])
+    c = skin_bind_matrix(scene, node)
+    return c, c @ inverse(scene.skins[s].joint_inverse_bind, scene.path, f"skins[{s}].inverseBindMatrices[{{}}]")
+
+
 def scene_nodes(scene) -> np.ndarray:
     """(N,) bool: nodes of the default scene (every node when the file names no scene)."""
     n = scene.num_nodes
@@ -150,7 +179,7 @@ def _joint_binds(scene, inside: np.ndarray) -> dict[int, np.ndarray]:
     binds: dict[int, np.ndarray] = {}
     for node in np.flatnonzero(inside & (scene.node_mesh >= 0) & (scene.node_skin >= 0)):
         skin = scene.skins[scene.node_skin[node]]
-        world = skin_bind_matrix(scene, node) @ np.linalg.inv(skin.joint_inverse_bind.astype(np.float64))
+        world = skin_joint_binds(scene, node)[1]
         for j, jn in enumerate(skin.joint_node.tolist()):
             binds.setdefault(jn, world[j])
     return binds
@@ -176,7 +205,7 @@ def build_skeleton(scene) -> Skeleton:
         if node in binds:
             bind[b] = binds[node]
         elif parent[b] >= 0:  # placed on its bone ancestor's bind as it sits at rest
-            bind[b] = bind[parent[b]] @ np.linalg.solve(rest[a], rest[node])
+            bind[b] = bind[parent[b]] @ inverse(rest[a], scene.path, f"nodes[{a}] (world at rest)") @ rest[node]
         else:
             bind[b] = rest[node]
     names = _unique_names(scene.node_name[i] or f"node{i}" for i in bone_node.tolist())
