@@ -157,6 +157,8 @@ def add_meshes(mb: ModelBuilder, scene, sk: Skeleton, space: Space, warnings: li
             first, offsets = _primitive(mb, prim, bind, bones, space, defaults, len(scene.materials), scene.path)
             if prim.target_normal is not None:
                 losses["normals"] = losses.get("normals", 0) + len(mesh.target_name)
+            if prim.vertex_color is not None:
+                losses["colors"] = losses.get("colors", 0) + 1
             for k, tname in enumerate(mesh.target_name):
                 moved = np.flatnonzero(np.abs(offsets[k]).max(1) > 0)
                 morphs.setdefault(tname, []).append((moved + first, offsets[k][moved]))
@@ -169,4 +171,20 @@ def add_meshes(mb: ModelBuilder, scene, sk: Skeleton, space: Space, warnings: li
     if losses.get("normals"):
         lines.append(f"normal deltas of {losses['normals']} morph targets dropped (MMD vertex morphs move "
                      "positions only)")
+    if losses.get("colors"):
+        lines.append(f"vertex colours (COLOR_0) of {losses['colors']} primitives dropped")
+    return lines + _material_losses(scene)
+
+
+def _material_losses(scene) -> list[str]:
+    """What MMD materials do not carry: alpha cut-offs (MASK) and textures on a second UV set."""
+    lines = []
+    mask = [m.name for m in scene.materials if m.alpha_mode == "MASK"]
+    if mask:
+        lines.append(f"alpha cut-off of {len(mask)} MASK materials not kept (drawn with the texture's alpha "
+                     "blended): " + ", ".join(mask[:5]))
+    uv1 = [m.name for m in scene.materials if m.base_color_image >= 0 and m.base_color_uv != 0]
+    if uv1:
+        lines.append(f"{len(uv1)} materials map their texture by a second UV set; drawn with the first: "
+                     + ", ".join(uv1[:5]))
     return lines
