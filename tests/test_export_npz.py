@@ -49,7 +49,8 @@ def test_humanoid_npz(miku, tmp_path):
     parent = d["joint_parent"]
     for j in range(J):
         p = parent[j]
-        expect = d["joint_rotation"][:, j] if p < 0 else _qmul(d["joint_rotation"][:, p], d["joint_local_rotation"][:, j])
+        rot = d["joint_rotation"]
+        expect = rot[:, j] if p < 0 else _qmul(rot[:, p], d["joint_local_rotation"][:, j])
         dots = np.abs((expect * d["joint_rotation"][:, j]).sum(-1))
         assert (dots > 1 - 1e-5).all(), names[j]
     assert str(d["root_name"]) == "センター" and d["root_position"].shape == (30, 3)

@@ -54,7 +54,8 @@ def check_options(path, option: str = "path", **options):
     unknown = sorted(k for k, v in options.items() if v is not None and v is not False and k not in writer.OPTIONS)
     if unknown:
         ext = os.path.splitext(os.fspath(path))[1]
-        raise OptionError(unknown[0], f"does not apply to {ext} output (it takes {', '.join(writer.OPTIONS) or 'none'})")
+        takes = ", ".join(writer.OPTIONS) or "none"
+        raise OptionError(unknown[0], f"does not apply to {ext} output (it takes {takes})")
     return writer
 
 
