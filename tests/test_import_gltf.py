@@ -270,8 +270,15 @@ def test_cli_refusals_are_one_line(gltf_dir, assets, tmp_path):
     doc = json.loads((gltf_dir / "SimpleSkin.gltf").read_text())
     doc["buffers"][0]["uri"] = "gone.bin"
     (tmp_path / "nobuf.gltf").write_text(json.dumps(doc))
+    past, lies = _doc_with(gltf_dir), _doc_with(gltf_dir)
+    past["accessors"][0]["byteOffset"] = 10 ** 6  # an accessor past its buffer
+    lies["accessors"][0]["count"] *= 50  # a count that lies
+    (tmp_path / "past.gltf").write_text(json.dumps(past))
+    (tmp_path / "lies.gltf").write_text(json.dumps(lies))
     cases = [("pose", tmp_path / "cut.glb", "-o", tmp_path / "a.npz"),
              ("info", tmp_path / "nobuf.gltf"),
+             ("render", tmp_path / "past.gltf", "-o", tmp_path / "past.png"),
+             ("convert", tmp_path / "lies.gltf", tmp_path / "lies.pmx"),
              ("pose", gltf_dir / "Fox.glb", "--clip", "Trot", "-o", tmp_path / "b.npz"),
              ("pose", assets / "gene" / "Gene.pmx", "-o", tmp_path / "c.npz"),
              ("pose", gltf_dir / "Fox.glb", assets / "gene" / "motion" / "01_happy.vmd", "--clip", "Run", "-o",
