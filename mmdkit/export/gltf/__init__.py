@@ -17,7 +17,7 @@ import os
 import numpy as np
 
 from mmdkit.errors import OptionError
-from mmdkit.export.bake import check_number
+from mmdkit.export.bake import MOTION_FPS, check_number
 from mmdkit.export.gltf.animation import (Channel, add_animation, camera_channels, camera_pose, joint_channels,
                                           skeleton, weight_channel)
 from mmdkit.export.gltf.container import GltfDocument
@@ -29,7 +29,6 @@ from mmdkit.importers.scene import MMD_UNITS_PER_METRE, Space
 OPTIONS = ("camera", "scale", "reduce")
 TOLERANCE = 1e-4
 """Default key-reduction tolerance, × the model's height (vertex extent along Y, MMD units)."""
-MOTION_FPS = 30.0
 CAMERA_NEAR, CAMERA_FAR = 0.5, 2000.0
 """Clip planes of the exported camera, MMD units (the renderer's defaults)."""
 
