@@ -50,7 +50,7 @@ def command(src, dst, clip, quiet):
     if isinstance(obj, Model) and dst.lower().endswith(".pmd") and obj.source_format != "pmd":
         for line in pmd_losses(obj):
             warn(f"{dst}: {line}")
-    if isinstance(obj, Model) and obj.source_format == "gltf":
+    if isinstance(obj, Model) and "import_losses" in obj.source_extras:
         for line in import_losses(obj):
             warn(f"{dst}: {line}")
     for line in notes:

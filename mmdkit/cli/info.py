@@ -34,8 +34,9 @@ def describe(obj) -> dict:
         d["names"] = dict(model=obj.name, model_en=obj.name_en, bones=list(obj.bone_name),
                           morphs=list(obj.morph_name), materials=list(obj.material_name),
                           textures=list(obj.texture_path))
-        if fmt == "gltf":  # an imported character: its skin joints and the clips it carries
-            d.update(version="2.0", skin_joints=ex.get("skin_joints", 0), clips=len(ex.get("clips", ())))
+        if "skin_joints" in ex:  # an imported character (mmdkit.importers): skin joints and its clips
+            d.update(version="2.0" if fmt == "gltf" else "", skin_joints=ex["skin_joints"],
+                     clips=len(ex.get("clips", ())))
             d["names"]["clips"] = list(ex.get("clips", ()))
     elif isinstance(obj, Motion):
         d = dict(format="vmd", version=ex.get("version", "0002"), encoding="cp932", bone_keys=obj.num_bone_keys,

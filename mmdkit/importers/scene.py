@@ -6,7 +6,7 @@ animations — see docs/import.md "Input contract"), in its own right-handed spa
 ``unit_scale`` MMD units per scene unit, 12.5 for metres), whose rest pose is the bind mesh.
 
 Bind rotations are baked into the motions, not stored on bones: each bone i has a bind world
-B_i = C·IBM_i⁻¹ (C: the skinned mesh node's world), polar-decomposed as T(p_i)·R_i·Σ_i. The MMD
+B_i = C·IBM_i⁻¹ (C: see ``skin_bind_matrix``), polar-decomposed as T(p_i)·R_i·Σ_i. The MMD
 bone rests at p_i with no rotation and the bind vertices are C·v, so an empty motion skins to the
 bind mesh; a clip's MMD world is W_i(t) = rigid(J_i(t))·R_i⁻¹, hence W_i·T(−p_i) =
 J_i·IBM_i·C⁻¹ — glTF's skinning — while scales stay as bound (MMD bones have no scale).
@@ -225,10 +225,11 @@ def _add_bones(mb: ModelBuilder, sk: Skeleton, space: Space) -> None:
         mb.add_bone(name, pos[b], int(sk.bone_parent[b]), tail_bone=int(first_child[b]), translatable=True)
 
 
-def import_scene(scene, *, unit_scale: float = MMD_UNITS_PER_METRE, flip_z: bool = True,
-                 name: str = "") -> tuple[Model, "Clips"]:
+def import_scene(scene, *, unit_scale: float = MMD_UNITS_PER_METRE, flip_z: bool = True, name: str = "",
+                 source_format: str = "gltf") -> tuple[Model, "Clips"]:
     """``scene`` (GltfAsset-like) → (Model in MMD space, ``Clips``: {clip name: Motion}, baked on
-    first access). ``unit_scale``: MMD units per scene unit; ``flip_z``: the scene is right-handed."""
+    first access). ``unit_scale``: MMD units per scene unit; ``flip_z``: the scene is right-handed;
+    ``source_format``: the Model's (what ``mmdkit info`` shows, e.g. 'gltf', 'fbx')."""
     from mmdkit.importers.clips import Clips, clip_names
     from mmdkit.importers.mesh import add_materials, add_meshes
 
@@ -242,7 +243,7 @@ def import_scene(scene, *, unit_scale: float = MMD_UNITS_PER_METRE, flip_z: bool
     f = mb.fields()
     names = clip_names(scene)
     joints = {int(j) for s in scene.skins for j in s.joint_node}
-    f.update(source_format="gltf", source_path=scene.path, warnings=tuple(warnings),
+    f.update(source_format=source_format, source_path=scene.path, warnings=tuple(warnings),
              source_extras={"embedded_textures": textures, "clips": names,
                             "skin_joints": sum(int(n) in joints for n in sk.bone_node), "import_losses": losses})
     model = build_model(f)
@@ -251,13 +252,13 @@ def import_scene(scene, *, unit_scale: float = MMD_UNITS_PER_METRE, flip_z: bool
 
 
 def clips_of(model: Model):
-    """The ``Clips`` of a model ``import_scene`` made (read again from ``model.source_path`` when
-    that model is gone from the cache, e.g. after ``Model.replace``); empty for other models."""
+    """The ``Clips`` of a model ``import_scene`` made; a copy of one (``Model.replace``) has its
+    file read again through the format registry; other models have none (an empty ``Clips``)."""
     from mmdkit.importers.clips import Clips
 
     clips = _CLIPS.get(model)
-    if clips is None and model.source_format == "gltf" and model.source_path:
-        from mmdkit.importers.gltf import load_gltf_scene
+    if clips is None and model.source_extras.get("clips") and model.source_path:
+        from mmdkit.formats.io import load
 
-        clips = load_gltf_scene(model.source_path)[1]
+        clips = _CLIPS.get(load(model.source_path))
     return clips if clips is not None else Clips.empty()
