@@ -12,7 +12,7 @@ import pytest
 import mmdkit
 from mmdkit.errors import OptionError
 from mmdkit.export import bake, export
-from mmdkit.export.bvh import bvh_names, write
+from mmdkit.export.bvh import ROOT_NAME, bvh_names, write
 from mmdkit.export.humanoid import joint_set
 
 
@@ -89,7 +89,7 @@ def read_bvh(path: str):
 def world_by_joint(path: str, js):
     """FK world positions (F,J,3) of the BVH at ``path`` in the order of the joint set ``js``."""
     names, world, frame_time = read_bvh(path)
-    assert sorted(names) == sorted(bvh_names(js))
+    assert sorted(n for n in names if n != ROOT_NAME) == sorted(bvh_names(js))
     return world[:, [names.index(n) for n in bvh_names(js)]], names, frame_time
 
 
@@ -124,6 +124,22 @@ def test_bvh_without_physics_and_fps(assets, tmp_path):
     assert info["frames"] == 24 and frame_time == pytest.approx(1 / 12)
     b = bake(model, motion, np.arange(0, 60, 2.5), physics=False)
     assert np.abs(world - b.bone_world_position[:, js.joint_bone] * [1, 1, -1]).max() < 1e-3
+
+
+@pytest.mark.parametrize("path", ["mokou/mokou_A.pmd", "mei/Model/mei/mei.pmd", "fixtures/nanoem/test.pmx"])
+def test_bvh_other_models(assets, tmp_path, path):
+    """Other skeletons, with physics; nanoem's has several root bones (a mmd_root joint above)."""
+    model = mmdkit.load(assets / path)
+    motion = mmdkit.load(assets / "wavefile" / "wavefile_v2.vmd")
+    baked = bake(model, motion, np.arange(500.0, 520.0), physics=True)
+    for joints in ("all", "humanoid"):
+        write(baked, tmp_path / "m.bvh", joints=joints)
+        js = joint_set(model, joints)
+        world, names, _ = world_by_joint(str(tmp_path / "m.bvh"), js)
+        engine = baked.bone_world_position[:, js.joint_bone] * np.array([1, 1, -1])
+        assert np.abs(world - engine).max() < 1e-3, (path, joints)
+        roots = int((np.asarray(model.bone_parent) < 0).sum())
+        assert (names[0] == ROOT_NAME) == (joints == "all" and roots > 1)
 
 
 def test_bvh_refuses_vertices_and_bad_scale(assets, tmp_path):

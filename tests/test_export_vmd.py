@@ -44,6 +44,19 @@ def test_replay_without_physics_matches_physics_run(gene, replayed):
     assert info["bone_keys"] == info["bones_keyed"] * len(FRAMES)
 
 
+@pytest.mark.parametrize("path", ["mokou/mokou_A.pmd", "mei/Model/mei/mei.pmd", "gene/Gene.pmd"])
+def test_replay_other_models(assets, tmp_path, path):
+    model = mmdkit.load(assets / path)
+    motion = mmdkit.load(assets / "wavefile" / "wavefile_v2.vmd")
+    frames = np.arange(500.0, 530.0)
+    baked = bake(model, motion, frames, physics=True)
+    write(baked, tmp_path / "b.vmd", motion=motion, warn=lambda s: None)
+    out = pose(model, mmdkit.load(tmp_path / "b.vmd"), frames)
+    assert baked.bone_driven.any()
+    assert np.abs(out["bone_world"][..., :3, 3] - baked.bone_world[..., :3, 3]).max() < 1e-3
+    assert np.abs(out["bone_world"][..., :3, :3] - baked.bone_world[..., :3, :3]).max() < 1e-3
+
+
 def test_ik_off_and_physics_off_flags(gene, replayed):
     model, _, baked = gene
     _, back, _ = replayed
