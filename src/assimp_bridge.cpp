@@ -25,11 +25,12 @@
 
 namespace nb = nanobind;
 
-// The seed's flags (triangulate, join identical vertices, limit bone weights) and what the
-// importer's contract needs on top: see DEFAULT_FLAGS in mmdkit/importers/assimp.py for why each.
+// The seed's flags (triangulate, join identical vertices; its third, limit bone weights, is done
+// here in weights(): Assimp 5.2's LimitBoneWeights also deletes every bone left without weights,
+// whatever AI_CONFIG_IMPORT_REMOVE_EMPTY_BONES says) and what the importer's contract needs on
+// top: see DEFAULT_FLAGS in mmdkit/importers/assimp.py for why each.
 static const unsigned DEFAULT_FLAGS =
-    aiProcess_Triangulate | aiProcess_JoinIdenticalVertices | aiProcess_LimitBoneWeights |
-    aiProcess_GenSmoothNormals | aiProcess_SortByPType | aiProcess_FlipUVs | aiProcess_ValidateDataStructure;
+    aiProcess_Triangulate | aiProcess_JoinIdenticalVertices | aiProcess_GenSmoothNormals | aiProcess_SortByPType | aiProcess_FlipUVs | aiProcess_ValidateDataStructure;
 
 template <typename T>
 static nb::object array(std::vector<T>&& v, std::initializer_list<size_t> shape) {
@@ -86,18 +87,21 @@ static nb::dict nodes(const aiNode* root) {
                {"local", nb::cast(array(std::move(local), {n, 4, 4}))}, {"meshes", nb::cast(meshes)}});
 }
 
-// Per vertex its 4 largest bone weights (LimitBoneWeights already keeps 4; this also holds for
-// files read without it), renormalised; vertices no bone weighs keep index -1 and weight 0.
-static void weights(const aiMesh* mesh, std::vector<int32_t>& index, std::vector<float>& weight) {
-    size_t v = mesh->mNumVertices;
+// Per vertex its 4 largest bone weights, renormalised (what aiProcess_LimitBoneWeights does with
+// AI_LMW_MAX_WEIGHTS 4, without deleting bones); vertices no bone weighs keep index -1 and weight
+// 0. Returns how many vertices had more than 4 weights.
+static size_t weights(const aiMesh* mesh, std::vector<int32_t>& index, std::vector<float>& weight) {
+    size_t v = mesh->mNumVertices, limited = 0;
     index.assign(v * 4, -1);
     weight.assign(v * 4, 0.f);
+    std::vector<uint8_t> count(v, 0);
     for (unsigned b = 0; b < mesh->mNumBones; ++b) {
         const aiBone* bone = mesh->mBones[b];
         for (unsigned k = 0; k < bone->mNumWeights; ++k) {
             unsigned vid = bone->mWeights[k].mVertexId;
             float w = bone->mWeights[k].mWeight;
             if (vid >= v || !(w > 0.f)) continue;
+            if (count[vid] < 255) ++count[vid];
             int32_t* ix = &index[4 * vid];
             float* wt = &weight[4 * vid];
             int slot = int(std::min_element(wt, wt + 4) - wt);  // replace the smallest
@@ -112,7 +116,9 @@ static void weights(const aiMesh* mesh, std::vector<int32_t>& index, std::vector
         float total = wt[0] + wt[1] + wt[2] + wt[3];
         if (total > 0.f)
             for (int a = 0; a < 4; ++a) wt[a] /= total;
+        limited += count[i] > 4;
     }
+    return limited;
 }
 
 static nb::dict mesh(const aiMesh* m) {
@@ -136,7 +142,7 @@ static nb::dict mesh(const aiMesh* m) {
     }
     std::vector<int32_t> vb;
     std::vector<float> vw;
-    weights(m, vb, vw);
+    size_t limited = weights(m, vb, vw);
     nb::list target_name, target_weight, target_position, target_normal;
     for (unsigned k = 0; k < m->mNumAnimMeshes; ++k) {
         const aiAnimMesh* a = m->mAnimMeshes[k];
@@ -153,7 +159,8 @@ static nb::dict mesh(const aiMesh* m) {
                {"face", nb::cast(array(std::move(face), {nf, 3}))}, {"bone_name", nb::cast(bone_name)},
                {"bone_offset", nb::cast(array(std::move(offset), {nb_, 4, 4}))},
                {"vertex_bone", nb::cast(array(std::move(vb), {v, 4}))},
-               {"vertex_weight", nb::cast(array(std::move(vw), {v, 4}))}, {"target_name", nb::cast(target_name)},
+               {"vertex_weight", nb::cast(array(std::move(vw), {v, 4}))}, {"limited", nb::cast(limited)},
+               {"target_name", nb::cast(target_name)},
                {"target_weight", nb::cast(target_weight)}, {"target_position", nb::cast(target_position)},
                {"target_normal", nb::cast(target_normal)}});
 }
@@ -262,7 +269,6 @@ static nb::dict metadata(const aiMetadata* md) {
 
 static nb::dict load(const std::string& path, nb::object data, unsigned flags) {
     Assimp::Importer importer;
-    importer.SetPropertyInteger(AI_CONFIG_PP_LBW_MAX_WEIGHTS, 4);
     importer.SetPropertyInteger(AI_CONFIG_PP_SBP_REMOVE, aiPrimitiveType_POINT | aiPrimitiveType_LINE);
     importer.SetPropertyBool(AI_CONFIG_IMPORT_FBX_PRESERVE_PIVOTS, false);
     std::string ext = path.substr(path.find_last_of('.') == std::string::npos ? path.size() : path.find_last_of('.') + 1);
@@ -299,7 +305,6 @@ NB_MODULE(_assimp, m) {
     nb::dict f;
     f["Triangulate"] = unsigned(aiProcess_Triangulate);
     f["JoinIdenticalVertices"] = unsigned(aiProcess_JoinIdenticalVertices);
-    f["LimitBoneWeights"] = unsigned(aiProcess_LimitBoneWeights);
     f["GenSmoothNormals"] = unsigned(aiProcess_GenSmoothNormals);
     f["SortByPType"] = unsigned(aiProcess_SortByPType);
     f["FlipUVs"] = unsigned(aiProcess_FlipUVs);
