@@ -1,11 +1,11 @@
 """Batch throughput: model × motion jobs to humanoid-joint npz, locally with 1 and 2 workers and on local Ray;
-and how long a 10,000-job manifest takes to plan (parse + hash-check + grouping), fresh and when all done.
+the time to plan a 10,000-job manifest (parse + hash-check + grouping), fresh and when all are done; and
+each worker's memory over 1,000 jobs.
 
-In: ../shared/assets (a bounded subset: the first ``--models`` of low_miku miku/gumi, Mei, SD Mei, Mokou A,
-Gene — light models first — × the first ``--motions`` Mei motions, sorted by path; whole motions).
-Out: a table on stdout (jobs/s, frames/s, scaling, overhead per job = wall × workers / jobs − mean job
-seconds, planning seconds). Run: python benchmarks/bench_batch.py [--models 4 --motions 6 --no-physics].
-"""
+In: ../shared/assets (a bounded subset: the first ``--models`` of miku, gumi, SD Mei, Mei, Mokou A, Gene
+× the first ``--motions`` Mei motions, sorted by path; whole motions, physics on). Out: a table on stdout
+(jobs/s, frames/s, scaling, overhead per job = wall × workers / jobs − mean job seconds, planning CPU
+seconds, resident MiB per worker). Run: python benchmarks/bench_batch.py [--models 6 --motions 12]."""
 
 from __future__ import annotations
 
@@ -79,12 +79,33 @@ def planning(folder: Path, n: int = 10_000) -> dict:
     return {"fresh": fresh, "all_done": done}
 
 
+def memory(folder: Path, n: int) -> dict:
+    """``n`` one-frame jobs cycling over 3 models in runs of 10, 2 workers: each worker's resident memory
+    over its first and last 50 jobs (flat = no model kept after its jobs)."""
+    models = [str(ASSETS / m) for m in MODELS[:3]]
+    motion = str(ASSETS / "mei" / "Motion" / "mei_bye" / "mei_bye.vmd")
+    path = folder / "memory.jsonl"
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"model": models[i // 10 % 3], "motion": motion, "frames": "0:1", "physics": False,
+                                "outputs": ["npz"], "name": f"m{i:05d}"}) + "\n")
+    t = time.perf_counter()
+    s = run_batch(read_manifest(path), folder / "memory-out", workers=2, threads=1, quiet=True)
+    wall = time.perf_counter() - t
+    by_pid = {}
+    for r in sorted(s.rows, key=lambda r: r["name"]):
+        by_pid.setdefault(r["pid"], []).append(r["rss_mb"])
+    return {"wall": wall, "ok": s.counts["ok"], "workers": {pid: (max(v[5:55]), max(v[-50:]), len(v))
+                                                              for pid, v in by_pid.items()}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=int, default=4)
     ap.add_argument("--motions", type=int, default=6)
     ap.add_argument("--physics", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--no-ray", action="store_true")
+    ap.add_argument("--memory-jobs", type=int, default=1000, help="one-frame jobs for the memory check (0: none)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -93,7 +114,8 @@ def main() -> None:
               f"physics {'on' if args.physics else 'off'}), {os.cpu_count()} cores")
         timed_run(jobs[:2], folder / "warm", workers=1)  # numba's on-disk cache warm before timing
         rows = {}
-        for label, kw in [("local, 1 worker", {"workers": 1}), ("local, 2 workers", {"workers": 2})]:
+        for label, kw in [("local, 1 worker", {"workers": 1, "threads": 1}),
+                          ("local, 2 workers", {"workers": 2, "threads": 1})]:  # one numba thread each: scaling
             rows[label] = timed_run(jobs, folder / label.replace(" ", "_").replace(",", ""), **kw)
         if not args.no_ray:
             import ray
@@ -118,6 +140,13 @@ def main() -> None:
         p = planning(folder)
         print(f"planning 10,000 jobs: {p['fresh']:.2f} s fresh, {p['all_done']:.2f} s when all are done "
               f"(CPU seconds: the shared machine distorts wall time; target ≤ 2 s)")
+        if args.memory_jobs:
+            m = memory(folder, args.memory_jobs)
+            print(f"memory over {args.memory_jobs} jobs ({m['ok']} ok, {m['wall']:.1f} s, "
+                  f"{args.memory_jobs / m['wall']:.1f} jobs/s):")
+            for pid, (first, last, count) in m["workers"].items():
+                print(f"  worker {pid}: {count} jobs, resident {first:.0f} MiB (max of jobs 5-55) → {last:.0f} MiB "
+                      f"(max of its last 50)")
     sys.stdout.flush()
 
 

@@ -31,10 +31,10 @@ class BatchSummary:
 
 
 def run_batch(jobs, out, *, workers: int | None = None, ray: str | None = None, shard_spec: str | None = None,
-              force: bool = False, quiet: bool = True, retries: int | None = None,
+              force: bool = False, quiet: bool = True, retries: int | None = None, threads: int | None = None,
               cpus_per_job: float = 1) -> BatchSummary:
     """Plan ``jobs`` against ``out`` and run what is not done, locally (``workers`` processes) or
-    through Ray (``ray`` = 'local', 'auto' or an address). The results table is written even when
+    through Ray (``ray`` = 'local', 'auto' or an address); ``threads``: numba threads per local worker. The results table is written even when
     the run is interrupted (it then lists the jobs that finished)."""
     import time
 
@@ -61,7 +61,8 @@ def run_batch(jobs, out, *, workers: int | None = None, ray: str | None = None, 
         elif the_plan.todo:
             from mmdkit.batch.local import run_local
 
-            run_local(the_plan.todo, store, on_row, workers=workers, retries=2 if retries is None else retries)
+            run_local(the_plan.todo, store, on_row, workers=workers, threads=threads,
+                      retries=2 if retries is None else retries)
     finally:
         progress.close()
         rows.sort(key=lambda r: order[r["name"]])

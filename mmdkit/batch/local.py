@@ -37,6 +37,9 @@ def _terminated(signum, frame):
 def _init(threads: int, started) -> None:
     global _started
     _started = started
+    # OpenMP (numba's threading layer) sized like Ray does for a task: no idle threads spinning on
+    # the cores the other workers need. Read when the layer starts, on the first parallel kernel.
+    os.environ["OMP_NUM_THREADS"] = os.environ["NUMBA_NUM_THREADS"] = str(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides; it terminates us on Ctrl-C
     signal.signal(signal.SIGTERM, _terminated)  # unwinds through atomic writers: no temp files left
     worker.init_worker(threads)
@@ -84,10 +87,12 @@ def _round(jobs, store, workers: int, threads: int, on_row) -> tuple[list, set]:
     return left, names
 
 
-def run_local(jobs, store, on_row, *, workers: int | None = None, retries: int = 2) -> None:
-    """Run ``jobs`` on ``workers`` processes (default: the cores), calling ``on_row`` per job."""
+def run_local(jobs, store, on_row, *, workers: int | None = None, threads: int | None = None,
+              retries: int = 2) -> None:
+    """Run ``jobs`` on ``workers`` processes (default: the cores) with ``threads`` numba threads each
+    (default: cores // workers), calling ``on_row`` per job."""
     workers = max(1, min(workers or cores(), len(jobs) or 1))
-    threads = max(1, cores() // workers)
+    threads = threads or max(1, cores() // workers)
     attempts = {}
     pending = list(jobs)
     while pending:

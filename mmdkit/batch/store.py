@@ -15,6 +15,7 @@ import re
 import shutil
 import tempfile
 
+from mmdkit.errors import UnavailableError
 from mmdkit.fileutil import atomic_path
 
 RECORD = ".mmdkit-job.json"
@@ -40,15 +41,18 @@ class Store:
 
     @property
     def fs(self):
+        """The fsspec file system of a URL root (created on first use, in each process)."""
         if self._fs is None:
-            import fsspec
-
-            self._fs, _ = fsspec.core.url_to_fs(self.root)
+            try:
+                import fsspec
+            except ImportError:
+                raise UnavailableError(f"{self.root}: writing to a URL needs fsspec: pip install 'mmdkit[ray]'") from None
+            self._fs, self._path = fsspec.core.url_to_fs(self.root)
         return self._fs
 
     def _remote(self, *parts) -> str:
-        _, path = __import__("fsspec").core.url_to_fs(self.root)
-        return "/".join([path.rstrip("/"), *parts])
+        self.fs  # noqa: B018 (sets _path)
+        return "/".join([self._path.rstrip("/"), *parts])
 
     def location(self, name: str, filename: str) -> str:
         """Where a job's file ends up, as a path or URL (what results.jsonl reports)."""
@@ -133,7 +137,9 @@ class Store:
     def write_text(self, relpath: str, text: str) -> None:
         """Write a small text file under the root, atomically where the root is local."""
         if self.url:
-            with self.fs.open(self._remote(*relpath.split("/")), "w", encoding="utf-8") as f:
+            target = self._remote(*relpath.split("/"))
+            self.fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
+            with self.fs.open(target, "w", encoding="utf-8") as f:
                 f.write(text)
             return
         path = os.path.join(self.root, *relpath.split("/"))

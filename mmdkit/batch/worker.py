@@ -136,6 +136,15 @@ def _run(job, store, warnings: list) -> tuple[list, int]:
     return done, frames
 
 
+def rss_mb() -> float:
+    """This process's resident memory in MiB now (0 where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def run_job(job, store) -> dict:
     """Run ``job``; never raises for a job's own problem (a failed row names it on one line)."""
     t0 = time.perf_counter()
@@ -148,6 +157,7 @@ def run_job(job, store) -> dict:
         store.write_record(job.name, record)
     except (Exception, MemoryError) as e:  # a job's failure is its row, never the batch's end
         return job_row(job, "failed", seconds=round(time.perf_counter() - t0, 3), warnings=warnings,
-                       error=f"{one_line(e)}", pid=os.getpid())
+                       error=f"{one_line(e)}", pid=os.getpid(), rss_mb=round(rss_mb(), 1))
     return job_row(job, "ok", seconds=round(seconds, 3), frames=frames, warnings=warnings, pid=os.getpid(),
+                   rss_mb=round(rss_mb(), 1),
                    outputs=[{"path": store.location(job.name, d["filename"]), "size": d["size"]} for d in done])

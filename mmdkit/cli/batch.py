@@ -31,6 +31,7 @@ from mmdkit.errors import OptionError
                    "-O mp4.frames=0:300 -O mp4.size=640x360.")
 @click.option("--workers", type=int, default=None, help="Local worker processes [default: the cores]; "
               "with --ray local, the CPUs of the Ray instance.")
+@click.option("--threads", type=int, default=None, help="numba threads per local worker [default: cores ÷ workers].")
 @click.option("--ray", "ray_address", default=None, metavar="local|auto|ADDRESS",
               help="Run the jobs as Ray tasks: 'local' starts Ray here, 'auto'/HOST:PORT join a cluster.")
 @click.option("--cpus-per-job", type=float, default=1, show_default=True, help="With --ray: CPUs each task asks for.")
@@ -39,7 +40,8 @@ from mmdkit.errors import OptionError
 @click.option("--force", is_flag=True, help="Run every job again, even those done with the same inputs.")
 @click.option("--dry-run", is_flag=True, help="Plan only: say how many jobs would run, be skipped or fail.")
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
-def command(manifest, out, models, motions, outputs, frames, camera, audio, physics, options, workers, ray_address,
+def command(manifest, out, models, motions, outputs, frames, camera, audio, physics, options, workers, threads,
+            ray_address,
             cpus_per_job, shard, force, dry_run, quiet):
     """Run every job of MANIFEST (or --models × --motions) into OUT_DIR; jobs already done are skipped.
 
@@ -58,8 +60,9 @@ def command(manifest, out, models, motions, outputs, frames, camera, audio, phys
     defaults = option_table(options)
     if bool(manifest) == bool(models):
         raise OptionError("MANIFEST", "give a manifest file or --models (with --motions), not both or neither")
-    if workers is not None and workers < 1:
-        raise OptionError("--workers", f"must be at least 1, got {workers}")
+    for name, value in (("--workers", workers), ("--threads", threads)):
+        if value is not None and value < 1:
+            raise OptionError(name, f"must be at least 1, got {value}")
     if manifest:
         jobs = read_manifest(manifest, defaults)
     else:
@@ -71,7 +74,7 @@ def command(manifest, out, models, motions, outputs, frames, camera, audio, phys
                    f"(missing input)")
         return
     summary = run_batch(jobs, out, workers=workers, ray=ray_address, shard_spec=shard, force=force,
-                        quiet=quiet, cpus_per_job=cpus_per_job)
+                        quiet=quiet, threads=threads, cpus_per_job=cpus_per_job)
     for row in summary.rows:
         if row["status"] == "failed":
             click.echo(f"mmdkit: batch: {row['name']} failed: {row['error']}", err=True)
