@@ -95,27 +95,31 @@ def engine_vertices(character, frames) -> list[np.ndarray]:
     return out
 
 
-def check_round_trip(model, motion, path, frames, physics, check_at, *, reduce=False):
-    """Export, validate, read back; joint worlds and skinned vertices vs the engine. Returns the
-    largest vertex error (MMD units), the largest joint error (translation in MMD units or
-    rotation matrix entry) and the export summary."""
+def check_round_trip(model, motion, out, frames, physics, check_at) -> dict:
+    """Bake once; export every frame keyed (``reduce=False``) and reduced (``reduce=True``) to
+    ``out`` with suffixes; validate both; read back. {reduce: (largest vertex error, largest joint
+    translation error — MMD units —, largest rotation-matrix entry error, export summary)} at
+    frame indices ``check_at``, against the engine's own skinning played over ``frames``."""
     baked = bake(model, motion, frames, physics=physics)
-    stats = write_gltf(model, baked, path, reduce=reduce, warn=lambda s: None)
-    assert_valid(path)
-    a, t, joint_world = read_back(path, frames)
-    names = [a.node_name[n] for n in a.skins[0].joint_node]
-    bones = [model.bone_name.index(n) for n in names]
-    want = C @ baked.bone_world[:, bones].astype(np.float64) @ np.linalg.inv(C)
-    joint_err = max(np.linalg.norm(joint_world[..., :3, 3] - want[..., :3, 3], axis=-1).max() / S,  # MMD units
-                    np.abs(joint_world[..., :3, :3] - want[..., :3, :3]).max())  # rotation entries
-    physics_world = physics_for(model, True) if physics else None
-    engine = engine_vertices(Character(model, motion, physics_world), frames)
-    worst = 0.0
-    for i in check_at:
-        got = skin_asset(a, model, t, joint_world, i)
-        drawn = ~np.isnan(got[:, 0])
-        worst = max(worst, float(np.linalg.norm(got[drawn] - engine[i][drawn], axis=1).max() / S))
-    return worst, joint_err, stats
+    paths = {r: out.with_name(f"{out.stem}_{'reduced' if r else 'full'}{out.suffix}") for r in (False, True)}
+    stats = {r: write_gltf(model, baked, p, reduce=r, warn=lambda s: None) for r, p in paths.items()}
+    assert_valid(*paths.values())
+    engine = engine_vertices(Character(model, motion, physics_for(model, True) if physics else None), frames)
+    results = {}
+    for r, path in paths.items():
+        a, t, joint_world = read_back(path, frames)
+        bones = [model.bone_name.index(a.node_name[n]) for n in a.skins[0].joint_node]
+        want = C @ baked.bone_world[:, bones].astype(np.float64) @ np.linalg.inv(C)
+        moved = np.linalg.norm(joint_world[..., :3, 3] - want[..., :3, 3], axis=-1).max() / S
+        turned = np.abs(joint_world[..., :3, :3] - want[..., :3, :3]).max()
+        worst = 0.0
+        for i in check_at:
+            got = skin_asset(a, model, t, joint_world, i)
+            drawn = ~np.isnan(got[:, 0])  # vertices no triangle uses are not exported
+            assert drawn.sum() > 0.9 * model.num_vertices
+            worst = max(worst, float(np.linalg.norm(got[drawn] - engine[i][drawn], axis=1).max() / S))
+        results[r] = (worst, moved, turned, stats[r])
+    return results
 
 
 @pytest.fixture(scope="module")
@@ -123,37 +127,33 @@ def wavefile(assets):
     return mmdkit.load(assets / "wavefile" / "wavefile_v2.vmd")
 
 
+def assert_round_trip(results, model) -> None:
+    """Every frame keyed: vertices within 1e-3 units, joints within 1e-4 (float32 noise). Reduced:
+    fewer keys; vertices and joints within the tolerance (1e-4 × model height) + the same noise."""
+    worst, moved, turned, full = results[False]
+    assert worst < 1e-3 and moved < 1e-4 and turned < 1e-4, (worst, moved, turned)
+    assert full["keys"] == full["full_keys"] and full["tolerance"] is None
+    worst_r, moved_r, _, reduced = results[True]
+    assert reduced["tolerance"] == pytest.approx(1e-4 * np.ptp(model.vertex_position[:, 1]))
+    assert worst_r <= reduced["tolerance"] + 1e-4 and moved_r <= reduced["tolerance"] + 1e-4, (worst_r, moved_r)
+    assert reduced["keys"] < full["keys"] / 2
+
+
 def test_gene_with_physics_validates_and_matches_the_engine(assets, wavefile, tmp_path):
     gene = mmdkit.load(assets / "gene" / "Gene.pmx")
-    frames = np.arange(600, 640, dtype=np.float64)
-    worst, joint_err, stats = check_round_trip(gene, wavefile, tmp_path / "gene.glb", frames, True, [0, 13, 39])
-    assert worst < 1e-3, worst
-    assert joint_err < 1e-4
-    assert stats["keys"] == stats["full_keys"]  # reduce=False: every frame keyed
-    assert stats["joints"] < gene.num_bones  # IK targets, tips and helpers left out
-    # reduced: fewer keys, every joint still within the tolerance of the unreduced pose
-    reduced = write_gltf(gene, bake(gene, wavefile, frames, physics=True), tmp_path / "r.glb", warn=lambda s: None)
-    assert_valid(tmp_path / "r.glb")
-    assert reduced["keys"] < stats["keys"] / 2
-    _, _, exact = read_back(tmp_path / "gene.glb", frames)
-    _, _, approx = read_back(tmp_path / "r.glb", frames)
-    tol = reduced["tolerance"] * S
-    assert np.linalg.norm(exact[..., :3, 3] - approx[..., :3, 3], axis=-1).max() <= tol
-    assert tol == pytest.approx(1e-4 * np.ptp(gene.vertex_position[:, 1]) * S)
+    results = check_round_trip(gene, wavefile, tmp_path / "gene.glb", np.arange(600, 640, dtype=np.float64), True,
+                               [0, 13, 39])
+    assert_round_trip(results, gene)
+    assert results[False][3]["joints"] == 145 < gene.num_bones  # IK targets, tips and helpers left out
 
 
 @pytest.mark.parametrize("rel, ext", [("mokou/mokou_A.pmd", ".glb"), ("mei/Model/mei/mei.pmd", ".glb"),
                                       ("low_miku/miku.pmd", ".gltf")])
 def test_characters_validate_and_match_the_engine(assets, wavefile, tmp_path, rel, ext):
     model = mmdkit.load(assets / rel)
-    frames = np.arange(300, 330, 2, dtype=np.float64)
-    out = tmp_path / ("out" + ext)
-    worst, joint_err, _ = check_round_trip(model, wavefile, out, frames, False, [0, 7, 14])
-    assert worst < 1e-3 and joint_err < 1e-4
-    # reduced keys: skinned vertices within the stated tolerance (+ float32 noise)
-    worst_r, _, stats = check_round_trip(model, wavefile, tmp_path / ("r" + ext), frames, False, [0, 7, 14],
-                                         reduce=True)
-    assert worst_r <= stats["tolerance"] + 1e-3
+    results = check_round_trip(model, wavefile, tmp_path / ("out" + ext), np.arange(300, 330, 2, dtype=np.float64),
+                               False, [0, 7, 14])
+    assert_round_trip(results, model)
 
 
 def test_textures_embedded_in_glb_and_beside_gltf(assets, tmp_path):
