@@ -44,7 +44,7 @@ def test_still_model_without_motion(mmdkit_cli, miku_dance, tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["-o", "{tmp}/x.fbx"], "-o: "),
-    (["-o", "{tmp}/x.bvh", "--vertices"], "vertices"),
+    (["-o", "{tmp}/x.bvh", "--vertices"], "--vertices: does not apply to .bvh"),
     (["-o", "{tmp}/x.npz", "--fps", "0"], "fps"),
     (["-o", "{tmp}/x.vmd", "--frames", "0:4:0.5"], "frames"),
     (["-o", "{tmp}/x.vmd", "--reduce", "-1"], "reduce"),

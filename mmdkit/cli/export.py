@@ -50,7 +50,7 @@ def command(model_path, motion_path, output, frames, fps, physics, camera_path, 
     from mmdkit.export import check_fps, check_options, export
 
     # an unknown extension or an option the format does not take is refused before loading anything
-    check_options(output, "-o", camera=camera_path, joints=joints, scale=scale, vertices=vertices,
+    check_options(output, "-o", flag_prefix="--", camera=camera_path, joints=joints, scale=scale, vertices=vertices,
                   reduce=reduce_tol)
     fps = check_fps(fps)
     check_output(output, (model_path, motion_path, camera_path))

@@ -47,15 +47,16 @@ def check_not_input(path, *objects) -> None:
             raise OptionError("path", f"{os.fspath(path)} is the input file {os.fspath(src)}; choose another output")
 
 
-def check_options(path, option: str = "path", **options):
+def check_options(path, option: str = "path", *, flag_prefix: str = "", **options):
     """The writer module for ``path``, or OptionError naming the first given option (not None or
-    False) that this format does not take; checked before any work."""
+    False) that this format does not take (``flag_prefix`` + its name, e.g. '--' in the CLI);
+    checked before any work."""
     writer = writer_for(path, option)
     unknown = sorted(k for k, v in options.items() if v is not None and v is not False and k not in writer.OPTIONS)
     if unknown:
         ext = os.path.splitext(os.fspath(path))[1]
         takes = ", ".join(writer.OPTIONS) or "none"
-        raise OptionError(unknown[0], f"does not apply to {ext} output (it takes {takes})")
+        raise OptionError(flag_prefix + unknown[0], f"does not apply to {ext} output (it takes {takes})")
     return writer
 
 
