@@ -55,9 +55,11 @@ def test_local_pool_runs_resumes_and_skips(tmp_path, manifest, mmdkit_cli):
     check_first_run(out, read_results(out / "results.jsonl"))
     npz = out / "gumi" / "gumi.npz"
     stamp = npz.stat().st_mtime_ns
-    # interrupted before the record: gumi's outputs are there but it is not done -> it runs again
+    # killed outright before the record: gumi's output and a temporary file are there, the job is not done
     os.unlink(out / "gumi" / ".mmdkit-job.json")
+    (out / "gumi" / ".gumi.npz.x1y2.part").write_bytes(b"half")
     code, _, err = mmdkit_cli("batch", manifest, "-o", out, "--workers", "1", "-q")
+    assert sorted(os.listdir(out / "gumi")) == [".mmdkit-job.json", "gumi.npz"]  # ran again, leftover gone
     rows = {r["name"]: r["status"] for r in read_results(out / "results.jsonl")}
     assert rows == {"miku__mei_bye": "skipped", "gumi": "ok", "bad": "failed"}
     assert npz.stat().st_mtime_ns != stamp
