@@ -8,6 +8,7 @@ MMD-space vertices once: bound = 1e-3 MMD units × scale.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
@@ -15,11 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 import mmdkit
 from mmdkit.errors import OptionError
 from mmdkit.export import bake, export
 from mmdkit.export.gltf import write_gltf
+from mmdkit.export.gltf.materials import plain_png
 from mmdkit.formats.gltf import clip_node_local, clip_target_weights, load_gltf, world_matrices
 from mmdkit.model.builder import ModelBuilder
 from mmdkit.animation.builder import MotionBuilder
@@ -159,10 +162,15 @@ def test_characters_validate_and_match_the_engine(assets, wavefile, tmp_path, re
 def test_textures_embedded_in_glb_and_beside_gltf(assets, tmp_path):
     mei = mmdkit.load(assets / "mei" / "Model" / "mei" / "mei.pmd")
     write_gltf(mei, None, tmp_path / "mei.glb", warn=lambda s: None)
-    assert_valid(tmp_path / "mei.glb")
+    report = validate(tmp_path / "mei.glb")[0]
+    assert report["errors"] == 0 and report["warnings"] == 0, report["messages"]
     a = load_gltf(str(tmp_path / "mei.glb"))
-    face = (assets / "mei" / "Model" / "mei" / "face.png").read_bytes()
-    assert any(img.data == face and img.mime == "image/png" for img in a.images)  # PNG kept as is
+    vest = (assets / "mei" / "Model" / "mei" / "vest.png").read_bytes()  # has iCCP and cHRM chunks
+    assert any(img.data == plain_png(vest) and img.mime == "image/png" for img in a.images)  # PNG kept
+    assert len(plain_png(vest)) == len(vest) - (2637 + 12) - (32 + 12)  # less its colour-space chunks
+    for img in a.images:  # the pixels are the file's
+        with Image.open(io.BytesIO(img.data)) as im:
+            assert im.size[0] > 0 and "icc_profile" not in im.info
     assert [m.name for m in a.materials] == list(mei.material_name)
     for m, gm in zip(range(mei.num_materials), a.materials):
         assert gm.double_sided == bool(mei.material_flags[m] & MATERIAL_DOUBLE_SIDED)

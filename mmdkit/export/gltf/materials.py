@@ -4,14 +4,16 @@ In: a ``Model`` (texture paths relative to its file, looked up with ``resolve_te
 ``GltfDocument``. Out: one glTF material per MMD material (index list, None for none):
 baseColorFactor = diffuse RGBA, baseColorTexture = the main texture, metallic 0, roughness 1,
 doubleSided = MMD's no-cull flag, alphaMode BLEND when the diffuse alpha is below 1 or the
-texture has transparent pixels (MMD always blends). PNG and JPEG files are embedded as they are;
-BMP, TGA, DDS and the rest are converted to PNG with Pillow. Sphere maps and toon ramps have no
-glTF counterpart and are left out. Textures missing or unreadable: one warning naming them.
+texture has transparent pixels (MMD always blends). PNG (less its colour-space chunks) and JPEG
+files are embedded as they are; BMP, TGA, DDS and the rest are converted to PNG with Pillow.
+Sphere maps and toon ramps have no glTF counterpart and are left out. Textures missing or
+unreadable: one warning naming them.
 """
 
 from __future__ import annotations
 
 import io
+import struct
 
 import numpy as np
 
@@ -19,6 +21,7 @@ from mmdkit.model.model import MATERIAL_DOUBLE_SIDED
 from mmdkit.render.textures import model_folder, resolve_texture
 
 PNG_MAGIC, JPEG_MAGIC = b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff"
+COLOUR_SPACE_CHUNKS = (b"iCCP", b"cHRM", b"gAMA", b"sRGB")
 SHOWN = 5
 """Texture names a warning lists before '(+N more)'."""
 
@@ -28,6 +31,24 @@ def _has_transparency(img) -> bool:
     if img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info):
         return img.convert("RGBA").getchannel("A").getextrema()[0] < 255
     return False
+
+
+def plain_png(data: bytes) -> bytes:
+    """PNG bytes without colour-space chunks (iCCP, cHRM, gAMA, sRGB): glTF images are sRGB and
+    readers ignore them (the Khronos validator warns about them); pixels untouched. Bytes that do
+    not parse as PNG chunks come back as they are."""
+    out, i = [data[:8]], 8
+    while i + 12 <= len(data):
+        length, kind = struct.unpack(">I4s", data[i:i + 8])
+        end = i + 12 + length
+        if end > len(data):
+            return data
+        if kind not in COLOUR_SPACE_CHUNKS:
+            out.append(data[i:end])
+        i = end
+        if kind == b"IEND":
+            return b"".join(out)
+    return data
 
 
 def encode_image(data: bytes) -> tuple[bytes, str, bool]:
@@ -40,7 +61,7 @@ def encode_image(data: bytes) -> tuple[bytes, str, bool]:
         img.load()
         clear = _has_transparency(img)
         if data.startswith(PNG_MAGIC):
-            return data, "image/png", clear
+            return plain_png(data), "image/png", clear
         if data.startswith(JPEG_MAGIC):
             return data, "image/jpeg", False
         out = io.BytesIO()
