@@ -17,7 +17,7 @@ from numba import njit, prange
 
 from mmdkit.animation.motion import Motion
 from mmdkit.errors import OptionError
-from mmdkit.mathutil import qmul_scalar, qrot_scalar
+from mmdkit.mathutil import qfrom_matrix3_scalar, qmul_scalar, qrot_scalar
 
 MOTION_FPS = 30.0
 """Frames per second of motion (VMD) frames."""
@@ -151,6 +151,21 @@ def local_from_world(parent, position, world_p, world_q, local_t_out, local_q_ou
                 local_q_out[f, b, c] = q[c]
 
 
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def world_from_matrices(bone_world, world_p_out, world_q_out):
+    """world_p_out (F,B,3) / world_q_out (F,B,4) float64 from bone_world (F,B,4,4) float32 model
+    space (rotation part → unit quaternion (x,y,z,w))."""
+    for f in prange(bone_world.shape[0]):
+        for b in range(bone_world.shape[1]):
+            q = qfrom_matrix3_scalar(bone_world[f, b, 0, 0], bone_world[f, b, 0, 1], bone_world[f, b, 0, 2],
+                                     bone_world[f, b, 1, 0], bone_world[f, b, 1, 1], bone_world[f, b, 1, 2],
+                                     bone_world[f, b, 2, 0], bone_world[f, b, 2, 1], bone_world[f, b, 2, 2])
+            for c in range(4):
+                world_q_out[f, b, c] = q[c]
+            for c in range(3):
+                world_p_out[f, b, c] = bone_world[f, b, c, 3]
+
+
 def _physics_world(model, physics):
     """A world from ``physics``: True/False → ``physics_for``; None → off; else the world given."""
     if isinstance(physics, (bool, np.bool_)):
@@ -172,9 +187,33 @@ def bake(model, motion=None, frames=None, *, fps: float = MOTION_FPS, physics=Tr
     fps = check_fps(fps)
     frames = output_frames(motion, fps) if frames is None else _checked_frames(frames)
     world = _physics_world(model, physics)
-    ch = Character(model, motion, world)
+    F, B = len(frames), model.num_bones
+    if world is None and on_frame is None:  # nothing needs history: the parallel batch poser
+        from mmdkit.pose.batch import pose_batch
+
+        bone_world, morph_weight = pose_batch(model, motion, frames)
+        world_p, world_q = np.empty((F, B, 3)), np.empty((F, B, 4))
+        world_from_matrices(bone_world, world_p, world_q)
+        driven, active = np.zeros(B, bool), False
+    else:
+        ch = Character(model, motion, world)
+        bone_world, world_p, world_q, morph_weight, driven = _run(ch, frames, progress, on_frame)
+        active = ch.simulation.active
+    local_t = np.empty((F, B, 3))
+    local_q = np.empty((F, B, 4))
+    local_from_world(np.asarray(model.bone_parent, np.int32), np.asarray(model.bone_position, np.float64), world_p,
+                     world_q, local_t, local_q)
+    return BakedMotion(model=model, frames=frames, fps=fps, bone_world=bone_world, bone_world_position=world_p,
+                       bone_world_rotation=world_q, bone_local_translation=local_t, bone_local_rotation=local_q,
+                       morph_weight=morph_weight, bone_driven=driven, physics=active)
+
+
+def _run(ch, frames: np.ndarray, progress: bool, on_frame):
+    """Pose character ``ch`` frame by frame (in-between frames simulated where physics needs them);
+    returns bone_world (F,B,4,4) f32, world_p (F,B,3), world_q (F,B,4) f64, morph_weight (F,N) f32
+    and the (B,) bool mask of bones physics drove."""
     posed, keep = _simulated_frames(frames, ch.simulation.active)
-    F, B, N = len(frames), model.num_bones, model.num_morphs
+    F, B, N = len(frames), ch.model.num_bones, ch.model.num_morphs
     bone_world = np.empty((F, B, 4, 4), np.float32)
     world_p = np.empty((F, B, 3))
     world_q = np.empty((F, B, 4))
@@ -200,9 +239,4 @@ def bake(model, motion=None, frames=None, *, fps: float = MOTION_FPS, physics=Tr
             if on_frame is not None:
                 on_frame(i, ch)
             i += 1
-    local_t = np.empty((F, B, 3))
-    local_q = np.empty((F, B, 4))
-    local_from_world(np.asarray(model.bone_parent, np.int32), ch.rig.bone_position, world_p, world_q, local_t, local_q)
-    return BakedMotion(model=model, frames=frames, fps=fps, bone_world=bone_world, bone_world_position=world_p,
-                       bone_world_rotation=world_q, bone_local_translation=local_t, bone_local_rotation=local_q,
-                       morph_weight=morph_weight, bone_driven=driven, physics=ch.simulation.active)
+    return bone_world, world_p, world_q, morph_weight, driven

@@ -37,6 +37,9 @@ from mmdkit.text import decode_field, encode_cp932, encode_field, strip_field
 OPTIONS = ("reduce",)
 MAX_SPAN = 600
 """Longest gap (frames) between two kept keys when reducing (bounds the fitting time)."""
+STILL = (1e-5, 1e-6)
+"""A bone whose keys never exceed these (translation units, rotation quaternion x/y/z) gets no
+track: float32 noise of the bake, not motion."""
 _MORPH_FIELDS = ("morph_track_name", "morph_track_name_bytes", "morph_key_track", "morph_key_frame",
                  "morph_key_weight")
 
@@ -250,7 +253,7 @@ def baked_motion(baked, motion=None, *, reduce=None, warn=print) -> tuple[Motion
         motion = motion_from_pose(motion)
     key_t, key_q = bake_keys(baked)
     F, B = key_t.shape[:2]
-    moving = (np.abs(key_t).max(axis=(0, 2)) > 1e-7) | (np.abs(key_q[..., :3]).max(axis=(0, 2)) > 1e-7)
+    moving = (np.abs(key_t).max(axis=(0, 2)) > STILL[0]) | (np.abs(key_q[..., :3]).max(axis=(0, 2)) > STILL[1])
     bindable = _bindable(model, np.nonzero(moving)[0])
     lost = moving & ~bindable
     if lost.any():
