@@ -37,6 +37,11 @@ def test_bake_is_the_runtime_pose(gene):
     b = bake(model, motion, frames, physics=False)
     assert np.array_equal(b.bone_world, pose(model, motion, frames)["bone_world"])
     assert not b.physics and not b.bone_driven.any()
+    seen = []
+    c = bake(model, motion, frames, physics=False, on_frame=lambda i, ch: seen.append(i))  # frame by frame
+    assert seen == list(range(len(frames))) and np.array_equal(c.bone_world, b.bone_world)
+    assert np.abs(c.bone_local_rotation - b.bone_local_rotation).max() < 5e-5  # float32 matrices
+    assert np.abs(c.bone_local_translation - b.bone_local_translation).max() < 1e-4
     p = bake(model, motion, frames[:20], physics=True)
     ref = pose(model, motion, frames[:20], physics=physics_for(model))
     assert p.physics and p.bone_driven.sum() > 20
