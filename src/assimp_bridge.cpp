@@ -267,6 +267,21 @@ static nb::dict metadata(const aiMetadata* md) {
     return out;
 }
 
+// Bone weights naming a vertex the mesh does not have (malformed_skinweights_oob.x) make Assimp
+// 5.2's post-processing (ValidateDataStructure included) crash: refuse them first.
+static void check_weights(const aiScene* scene) {
+    for (unsigned i = 0; i < scene->mNumMeshes; ++i) {
+        const aiMesh* m = scene->mMeshes[i];
+        for (unsigned b = 0; b < m->mNumBones; ++b)
+            for (unsigned k = 0; k < m->mBones[b]->mNumWeights; ++k)
+                if (m->mBones[b]->mWeights[k].mVertexId >= m->mNumVertices)
+                    throw nb::value_error(("bone '" + str(m->mBones[b]->mName) + "' weighs vertex " +
+                                           std::to_string(m->mBones[b]->mWeights[k].mVertexId) + " of mesh " +
+                                           std::to_string(i) + ", which has " + std::to_string(m->mNumVertices) +
+                                           " vertices").c_str());
+    }
+}
+
 static nb::dict load(const std::string& path, nb::object data, unsigned flags) {
     Assimp::Importer importer;
     importer.SetPropertyInteger(AI_CONFIG_PP_SBP_REMOVE, aiPrimitiveType_POINT | aiPrimitiveType_LINE);
@@ -275,13 +290,19 @@ static nb::dict load(const std::string& path, nb::object data, unsigned flags) {
     const aiScene* scene = nullptr;
     if (data.is_none()) {
         nb::gil_scoped_release release;
-        scene = importer.ReadFile(path, flags);
+        scene = importer.ReadFile(path, 0);
     } else {
         nb::bytes b = nb::cast<nb::bytes>(data);
         const char* p = b.c_str();
         size_t n = b.size();
         nb::gil_scoped_release release;
-        scene = importer.ReadFileFromMemory(p, n, flags, ext.c_str());
+        scene = importer.ReadFileFromMemory(p, n, 0, ext.c_str());
+    }
+    if (!scene) throw nb::value_error(importer.GetErrorString());
+    check_weights(scene);  // before post-processing: Assimp 5.2's steps crash on them
+    {
+        nb::gil_scoped_release release;
+        scene = importer.ApplyPostProcessing(flags);
     }
     if (!scene) throw nb::value_error(importer.GetErrorString());
     if (!scene->mRootNode) throw nb::value_error("the file has no node hierarchy");

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -59,13 +60,47 @@ def read_assimp_raw(data: bytes | None, path: str) -> dict:
     """The bridge's scene dict for ``path`` (read from disk when it is a file, so external files
     beside it resolve; else from ``data``); ``FormatError`` with Assimp's message otherwise."""
     bridge = _bridge()
+    if str(path).lower().endswith(".x"):
+        _check_x_skin_weights(read_bytes(path) if data is None else data, path)
     try:
         if path and os.path.isfile(path):
-            return bridge.load(str(path))
-        return bridge.load(str(path), data)
+            return dict(bridge.load(str(path)), warnings=[])
+        return dict(bridge.load(str(path), data), warnings=[])
     except ValueError as e:
         detail = " ".join(str(e).split()) or "Assimp could not read it"
+        if str(path).lower().endswith(".dae") and detail.startswith("Cannot parse string"):
+            return _collada_retry(bridge, data, path, detail)
         raise FormatError(f"Assimp: {detail}", path=str(path)) from None
+
+
+_X_MESH = re.compile(rb"\bMesh\s+[^{\s]*\s*\{\s*(\d+)\s*;")
+_X_SKIN = re.compile(rb'\bSkinWeights\s*\{\s*"([^"]*)"\s*;\s*(\d+)\s*;((?:\s*\d+\s*[,;])*)')
+
+
+def _check_x_skin_weights(data: bytes, path: str) -> None:
+    """Text .x files whose SkinWeights name a vertex their mesh lacks crash Assimp 5.2's X reader
+    (a heap overflow: malformed_skinweights_oob.x); refuse them before Assimp sees them."""
+    if not data.startswith(b"xof ") or data[8:12] != b"txt ":
+        return
+    meshes = [(m.start(), int(m.group(1))) for m in _X_MESH.finditer(data)]
+    for w in _X_SKIN.finditer(data):
+        owner = [n for start, n in meshes if start < w.start()]
+        ids = [int(i) for i in re.findall(rb"\d+", w.group(3))]
+        if owner and ids and max(ids) >= owner[-1]:
+            raise FormatError(f"SkinWeights of bone {w.group(1).decode(errors='replace')!r} name vertex {max(ids)} "
+                              f"of a mesh of {owner[-1]} vertices", path=str(path))
+
+
+def _collada_retry(bridge, data: bytes | None, path: str, detail: str) -> dict:
+    """Assimp 5.2's COLLADA reader fails on numbers after leading blanks (``<color>  0.0 …``,
+    library_animation_clips.dae): read again with the blanks after each tag removed."""
+    text = re.sub(rb">[ \t\r\n]+", b">", read_bytes(path) if data is None else data)
+    try:
+        raw = bridge.load(str(path), text)
+    except ValueError:
+        raise FormatError(f"Assimp: {detail}", path=str(path)) from None
+    return dict(raw, warnings=["read again without the blanks after tags (Assimp 5.2's COLLADA reader "
+                               f"rejects them: {detail[:60]})"])
 
 
 def _node_fields(raw: dict, animated: np.ndarray) -> dict:
@@ -354,7 +389,7 @@ def _animated_nodes(raw: dict, node_index: dict[str, int], n: int) -> np.ndarray
 
 def assimp_asset(raw: dict, path: str = "") -> GltfAsset:
     """The bridge's scene dict → ``GltfAsset`` (Assimp's space: right-handed, file units)."""
-    warnings: list[str] = []
+    warnings = list(raw.get("warnings", ()))
     if not raw["meshes"]:
         raise FormatError("no meshes to draw or pose (Assimp read only a node hierarchy)", path=path)
     _add_missing_bones(raw, warnings)

@@ -1,0 +1,179 @@
+"""FBX / .x / COLLADA / BVH / ... through the Assimp bridge (mmdkit.importers.assimp).
+
+References: each file's own scene skinned as Assimp defines it (Σ w·node_world(bone)·offset·v,
+the ``gltf_skinning`` of test_import_gltf over the asset the bridge built), and for glTF files the
+native reader: both readers must pose the same vertices (matched as point sets: Assimp joins
+identical vertices, so its vertex order and count differ).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from test_import_gltf import engine_skinning, gltf_skinning, run, size_of
+
+import mmdkit
+from mmdkit.errors import FormatError
+from mmdkit.importers import clips_of, load_gltf_scene
+from mmdkit.importers.assimp import DEFAULT_FLAGS, assimp_asset, load_assimp_scene, read_assimp_raw
+
+CHARACTERS = [  # file, bones, vertices, clips
+    ("X/anim_test.x", 4, 485, ["cylinder_test"]),
+    ("X/BCN_Epileptic.X", 54, 3014, ["Epileptisch"]),
+    ("X/Testwuson.X", 37, 3205, ["Wuson_Run", "Wuson_Walk", "Wuson_Bind"]),
+    ("FBX/animation_with_skeleton.fbx", 14, 2464, ["Armature|ArmatureAction"]),
+    ("Collada/library_animation_clips.dae", 4, 72, ["combinedAnim_0", "combinedAnim_1"]),
+    ("BVH/01_01.bvh", 34, 492, ["Motion"]),
+    ("BVH/Boxing_Toes.bvh", 26, 396, ["Motion"]),
+]
+
+
+@pytest.fixture(scope="module")
+def models(assets):
+    return assets / "assimp" / "models"
+
+
+def nearest(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of ``a`` (n, 3) the index of the nearest row of ``b`` and the distance."""
+    idx, dist = np.empty(len(a), np.int64), np.empty(len(a))
+    for s in range(0, len(a), 256):
+        d = ((a[s:s + 256, None, :] - b[None]) ** 2).sum(-1)
+        idx[s:s + 256], dist[s:s + 256] = d.argmin(1), np.sqrt(d.min(1))
+    return idx, dist
+
+
+def sample_frames(motion) -> list[int]:
+    last = int(motion.last_frame)
+    return sorted({0, last // 3, (2 * last) // 3, last})
+
+
+def test_default_flags_are_the_bridges():
+    from mmdkit.importers import _assimp
+
+    assert _assimp.DEFAULT_FLAGS == np.bitwise_or.reduce([_assimp.FLAGS[n] for n in DEFAULT_FLAGS])
+    assert _assimp.VERSION.startswith("5.")
+
+
+@pytest.mark.parametrize("name,bones,vertices,clips", CHARACTERS)
+def test_counts_rest_and_a_clip_frame(models, name, bones, vertices, clips):
+    """Counts; an empty motion skins to the bind mesh; a frame of each clip is finite and moves."""
+    model = mmdkit.load(models / name)
+    clip_set = clips_of(model)
+    assert (model.num_bones, model.num_vertices, list(clip_set)) == (bones, vertices, clips)
+    size = size_of(model)
+    np.testing.assert_allclose(engine_skinning(model, None, 0), model.vertex_position, atol=1e-5 * size)
+    for clip in clips:
+        motion = clip_set[clip]
+        if motion.last_frame == 0:  # Wuson_Bind: one key
+            continue
+        posed = engine_skinning(model, motion, motion.last_frame // 2)
+        assert np.isfinite(posed).all()
+        assert 0.01 * size < np.abs(posed - model.vertex_position).max() < 10 * size, clip
+
+
+@pytest.mark.parametrize("name", ["X/BCN_Epileptic.X", "X/anim_test.x", "FBX/animation_with_skeleton.fbx",
+                                  "Collada/library_animation_clips.dae", "BVH/Boxing_Toes.bvh"])
+def test_clips_skin_as_the_scene_defines(models, name):
+    """Engine frames = Σ w·node_world(bone)·offset·v over the scene the bridge read (frame f = f/30 s)."""
+    path = str(models / name)
+    raw = read_assimp_raw(None, path)
+    asset = assimp_asset(raw, path)
+    model, clips = load_assimp_scene(path, scale=12.5)
+    size = size_of(model)
+    for k, clip in enumerate(clips):
+        for f in sample_frames(clips[clip])[:3]:
+            want = gltf_skinning(asset, k, min(f / 30, asset.animations[k].duration))
+            got = engine_skinning(model, clips[clip], f)
+            assert np.abs(got - want).max() < 1e-4 * size, (clip, f)
+
+
+TWO_READERS = ["gltf/CesiumMan.glb", "gltf/Fox.glb", "gltf/RobotExpressive.glb", "gltf/SimpleSkin.gltf",
+               "assimp/models/glTF2/simple_skin/simple_skin.gltf",
+               "assimp/models/glTF2/AnimatedMorphCube/glTF/AnimatedMorphCube.gltf",
+               "assimp/models/glTF2/MorphStressTest/glTF/MorphStressTest.gltf"]
+
+
+@pytest.mark.parametrize("name", TWO_READERS)
+def test_two_readers_agree(assets, name):
+    """The same glTF read natively and through Assimp: same bones and clips, and the same skinned
+    vertices (within 1e-4 of the model's size) at rest and on sampled frames of (up to 4 of) its clips."""
+    native, native_clips = load_gltf_scene(assets / name)
+    model, clips = load_assimp_scene(assets / name)
+    assert (model.num_bones, list(clips)) == (native.num_bones, list(native_clips))
+    assert model.num_vertices <= native.num_vertices  # joined identical vertices
+    size = size_of(native)
+    match, dist = nearest(engine_skinning(model, None, 0), engine_skinning(native, None, 0))
+    assert dist.max() < 1e-4 * size
+    for clip in list(clips)[:4]:
+        for f in sample_frames(clips[clip]):
+            got, want = engine_skinning(model, clips[clip], f), engine_skinning(native, native_clips[clip], f)
+            assert np.abs(got - want[match]).max() < 1e-4 * size, (clip, f)
+
+
+def test_weights_limited_to_four_and_renormalised(models):
+    model = mmdkit.load(models / "FBX/animation_with_skeleton.fbx")
+    assert any("1515 vertices had more than 4 bone weights" in w for w in model.warnings)
+    np.testing.assert_allclose(model.vertex_bone_weight.sum(1), 1.0, atol=1e-5)
+
+
+def test_bone_without_a_node_follows_its_chain(models):
+    """anim_test.x weighs vertices to 'joint3'/'joint4', which it never defines as frames."""
+    model = mmdkit.load(models / "X/anim_test.x")
+    assert list(model.bone_name) == ["joint1", "joint2", "joint3", "joint4"]
+    assert list(model.bone_parent) == [-1, 0, 1, 2]
+    assert "bones without a node" in model.warnings[0]
+
+
+def test_external_textures_are_read(models):
+    model = mmdkit.load(models / "IQM/mrfixit.iqm")
+    assert model.texture_path == ("Body.jpg", "Head.jpg")
+    assert model.source_extras["embedded_textures"]["Body.jpg"][:2] == b"\xff\xd8"
+
+
+def test_cli_info_convert_and_render(models, tmp_path):
+    info = json.loads(run("info", "--json", models / "BVH/01_01.bvh").stdout)
+    assert (info["bones"], info["skin_joints"], info["names"]["clips"]) == (34, 34, ["Motion"])
+    r = run("convert", models / "X/anim_test.x", tmp_path / "anim.pmx")
+    assert r.returncode == 0 and "dropped 1 clips (cylinder_test)" in r.stderr, r.stderr
+    r = run("convert", models / "X/anim_test.x", tmp_path / "anim.vmd", "--clip", "0")
+    assert r.returncode == 0, r.stderr
+    model, clips = load_assimp_scene(models / "X/anim_test.x")
+    pmx, vmd = mmdkit.load(tmp_path / "anim.pmx"), mmdkit.load(tmp_path / "anim.vmd")
+    np.testing.assert_allclose(engine_skinning(pmx, vmd, 15), engine_skinning(model, clips["cylinder_test"], 15),
+                               atol=1e-3 * size_of(model))
+    out = tmp_path / "wuson.png"
+    r = run("render", models / "X/Testwuson.X", "--clip", "Wuson_Walk", "--frames", "30", "--size", "160x120",
+            "-o", out)
+    assert r.returncode == 0, r.stderr
+    from PIL import Image
+
+    img = np.asarray(Image.open(out).convert("RGB")).astype(int)
+    assert 0.02 < (img.sum(-1) < 600).mean() < 0.6  # the grey pig on white
+
+
+def test_bad_files_are_one_line(models, tmp_path):
+    fbx = (models / "FBX/animation_with_skeleton.fbx").read_bytes()
+    (tmp_path / "cut.fbx").write_bytes(fbx[:3000])
+    (tmp_path / "garbage.x").write_bytes(b"xof 0303txt 0032 garbage {{{ ]]")
+    (tmp_path / "cut.x").write_bytes((models / "X/Testwuson.X").read_bytes()[:20000])
+    cases = [tmp_path / "cut.fbx", tmp_path / "garbage.x", tmp_path / "cut.x", tmp_path / "missing.fbx",
+             models / "X/malformed_skinweights_oob.x"]
+    for path in cases:
+        r = run("info", path)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"mmdkit: error: {path}"), r.stderr
+    with pytest.raises(FormatError, match="Assimp: FBX-Tokenize"):
+        mmdkit.load(tmp_path / "cut.fbx")
+
+
+def test_missing_extension_says_what_to_install(models):
+    code = ("import sys; sys.modules['mmdkit.importers._assimp'] = None\nimport mmdkit\n"
+            "from mmdkit.errors import UnavailableError\n"
+            f"try:\n    mmdkit.load({str(models / 'X/anim_test.x')!r})\n"
+            "except UnavailableError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert out.strip() == "Assimp support needs libassimp-dev: run scripts/setup.sh"
