@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# One-shot set-up on a fresh Debian/Ubuntu machine: system packages (Bullet, EGL/GL via Mesa,
+# One-shot set-up on a fresh Debian/Ubuntu machine: system packages (Bullet, Assimp, EGL/GL via Mesa,
 # a C++ toolchain) when missing, then mmdkit itself (editable) with its test extras.
 # Safe to run again: it installs only what is missing or changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(libbullet-dev pkg-config cmake g++ libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri nodejs)
+APT_PACKAGES=(libbullet-dev libassimp-dev pkg-config cmake g++ libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri nodejs)
 # npm: Debian's package, unless an npm is there already (NodeSource's nodejs bundles one and
 # conflicts with Debian's npm)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
@@ -21,13 +21,16 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-# Skip pip when this checkout is already installed (editable) with its extension built and nothing
-# that the install depends on (pyproject.toml, CMakeLists.txt, src/) changed since: a stamp holds
-# their hash. Delete the stamp (or set MMDKIT_SETUP_FORCE=1) to reinstall anyway.
+# Skip pip when this checkout is already installed (editable) with its extensions built (the Assimp
+# bridge too when the system Assimp is there) and nothing that the install depends on
+# (pyproject.toml, CMakeLists.txt, src/: both bridges) changed since: a stamp holds their hash.
+# Delete the stamp (or set MMDKIT_SETUP_FORCE=1) to reinstall anyway.
 STAMP=${MMDKIT_SETUP_STAMP:-build/setup.stamp}
 inputs_hash=$(cat pyproject.toml CMakeLists.txt $(find src -type f | LC_ALL=C sort) | sha256sum | cut -d' ' -f1)
 here=$(pwd -P)
-installed_from=$(cd / && $PY -c "import os, mmdkit, mmdkit.physics._bullet
+need_assimp=""
+pkg-config --exists assimp 2>/dev/null && need_assimp=", mmdkit.importers._assimp"
+installed_from=$(cd / && $PY -c "import os, mmdkit, mmdkit.physics._bullet$need_assimp
 print(os.path.dirname(os.path.dirname(os.path.realpath(mmdkit.__file__))))" 2>/dev/null || true)
 if [ -z "${MMDKIT_SETUP_FORCE:-}" ] && [ "$installed_from" = "$here" ] && [ -f "$STAMP" ] \
    && [ "$(cat "$STAMP")" = "$inputs_hash" ]; then
