@@ -19,7 +19,8 @@ from mmdkit.export.gltf.reduce import (LERP_L2, LERP_WEIGHTED_L1, SLERP_ANGLE, c
                                        joint_budgets, keep_keys)
 
 STATIC = 1e-9
-"""A channel whose frames all stay this close (glTF units / radians) to the first one is still."""
+"""A joint whose local translation and rotation stay this close (glTF units / radians) to the rest
+pose on every frame counts as at rest (it takes no share of the tolerance)."""
 CAMERA_ANGLE_TOLERANCE = 1e-4
 """Radians the reduced camera rotation may deviate from the sampled one."""
 
@@ -82,15 +83,15 @@ def joint_channels(baked, skel: Skeleton, space, reach: np.ndarray, time: np.nda
     if tolerance is None:
         keep_t = keep_r = np.ones((F, J), bool)
     else:
-        moving_t = np.abs(translation - translation[:1]).max(axis=0).max(axis=1) > STATIC
-        dot = np.abs(np.einsum("fjk,jk->fj", rotation, rotation[0])).min(axis=0)
-        moving_r = 2 * np.arccos(np.minimum(dot, 1.0)) > STATIC
-        tol_t, tol_r = joint_budgets(skel.joint_parent, moving_t | moving_r, reach, tolerance)
+        from_rest_t = np.linalg.norm(translation - skel.joint_rest, axis=2).max(axis=0)
+        from_rest_r = 2 * np.arccos(np.minimum(np.abs(rotation[..., 3]), 1.0)).max(axis=0)
+        # a joint at rest on every frame adds no error wherever its keys go; any other one may
+        tol_t, tol_r = joint_budgets(skel.joint_parent, (from_rest_t > STATIC) | (from_rest_r > STATIC), reach,
+                                     tolerance)
         keep_t, keep_r = np.empty((F, J), bool), np.empty((F, J), bool)
         keep_keys(time, translation, tol_t, LERP_L2, np.ones(3), keep_t)
         keep_keys(time, rotation, tol_r, SLERP_ANGLE, np.ones(4), keep_r)
-        off_rest_t = np.linalg.norm(translation - skel.joint_rest, axis=2).max(axis=0) > tol_t
-        off_rest_r = 2 * np.arccos(np.minimum(np.abs(rotation[..., 3]), 1.0)).max(axis=0) > tol_r
+        off_rest_t, off_rest_r = from_rest_t > tol_t, from_rest_r > tol_r
     out = []
     for j in range(J):
         if tolerance is None or off_rest_t[j]:

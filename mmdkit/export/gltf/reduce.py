@@ -88,7 +88,7 @@ def joint_budgets(parent: np.ndarray, moving: np.ndarray, reach: np.ndarray, tol
     """Per-joint tolerances that keep every point a joint carries within ``tolerance``.
 
     parent (J,) int32 joint parents (−1 roots, parents first); moving (J,) bool: joints whose
-    local transform changes; reach (J,) float64: farthest point (vertex or descendant joint) the
+    local transform leaves the rest pose on some frame (their keys can carry error); reach (J,) float64: farthest point (vertex or descendant joint) the
     joint's subtree carries, from the joint. A point's world error is at most the sum over its
     moving ancestors a of (translation error_a + rotation error_a · reach_a); each moving joint
     gets ``tolerance`` / (the most moving joints on any root-to-leaf path through it), half for
