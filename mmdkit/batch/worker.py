@@ -147,7 +147,7 @@ def rss_mb() -> float:
 
 def run_job(job, store) -> dict:
     """Run ``job``; never raises for a job's own problem (a failed row names it on one line)."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     warnings = []
     try:
         done, frames = _run(job, store, warnings)
@@ -157,7 +157,8 @@ def run_job(job, store) -> dict:
         store.write_record(job.name, record)
     except (Exception, MemoryError) as e:  # a job's failure is its row, never the batch's end
         return job_row(job, "failed", seconds=round(time.perf_counter() - t0, 3), warnings=warnings,
-                       error=f"{one_line(e)}", pid=os.getpid(), rss_mb=round(rss_mb(), 1))
+                       error=f"{one_line(e)}", pid=os.getpid(), rss_mb=round(rss_mb(), 1),
+                       cpu_seconds=round(time.process_time() - c0, 3))
     return job_row(job, "ok", seconds=round(seconds, 3), frames=frames, warnings=warnings, pid=os.getpid(),
-                   rss_mb=round(rss_mb(), 1),
+                   rss_mb=round(rss_mb(), 1), cpu_seconds=round(time.process_time() - c0, 3),
                    outputs=[{"path": store.location(job.name, d["filename"]), "size": d["size"]} for d in done])
