@@ -325,3 +325,46 @@ def test_glb_reads_in_assimp_when_installed(assets, wavefile, tmp_path):
     faces = int(next(line.split()[-1] for line in out.stdout.splitlines() if line.startswith("Faces:")))
     channels = int(next(line.split()[-1] for line in out.stdout.splitlines() if line.startswith("Animation Channels:")))
     assert faces == mei.num_faces and channels > 0
+
+
+def test_key_reduction_bounds_every_frame():
+    from mmdkit.export.gltf.reduce import (LERP_L2, SLERP_ANGLE, continuous_quaternions, joint_budgets,
+                                           keep_keys)
+    from mmdkit.formats.gltf.animation import _slerp
+
+    rng = np.random.default_rng(7)
+    F = 400
+    time = np.arange(F) / 30.0
+    walk = np.cumsum(np.cumsum(rng.normal(0, 1e-4, (F, 3, 3)), axis=0), axis=0)  # smooth: random acceleration
+    axis_angle = np.cumsum(np.cumsum(rng.normal(0, 1e-4, (F, 2, 3)), axis=0), axis=0)
+    angle = np.linalg.norm(axis_angle, axis=2, keepdims=True)
+    quat = continuous_quaternions(np.concatenate([np.sin(angle / 2) * axis_angle / np.maximum(angle, 1e-12),
+                                                  np.cos(angle / 2)], axis=2))
+    for values, mode, tol in ((walk, LERP_L2, np.array([1e-3, 1e-2, 0.0])), (quat, SLERP_ANGLE, np.array([1e-3, 1e-2]))):
+        keep = np.empty((F, values.shape[1]), bool)
+        keep_keys(time, values, tol, mode, np.ones(values.shape[2]), keep)
+        for c in range(values.shape[1]):
+            k = np.flatnonzero(keep[:, c])
+            assert k[0] == 0 and k[-1] == F - 1
+            seg = np.clip(np.searchsorted(k, np.arange(F), side="right") - 1, 0, len(k) - 2)
+            a, b = k[seg], k[seg + 1]
+            s = (time - time[a]) / (time[b] - time[a])
+            if mode == LERP_L2:
+                got = values[a, c] + s[:, None] * (values[b, c] - values[a, c])
+                err = np.linalg.norm(got - values[:, c], axis=1)
+            else:
+                got = _slerp(values[a, c], values[b, c], s)
+                err = 2 * np.arccos(np.minimum(np.abs(np.einsum("fk,fk->f", got, values[:, c])), 1.0))
+            assert err.max() <= tol[c] + 1e-9
+            assert tol[c] == 0 or len(k) < F / 2  # and it does drop keys
+    # budgets: along any root-to-leaf path the shares of the joints that move add up to ≤ the tolerance
+    parent = np.array([-1, 0, 1, 2, 1, 4, -1])
+    moving = np.array([True, False, True, True, True, True, True])
+    t, r = joint_budgets(parent, moving, np.ones(7), 1.0)
+    for leaf in (3, 5, 6):
+        path, j = [], leaf
+        while j >= 0:
+            path.append(j)
+            j = parent[j]
+        assert sum(2 * t[p] for p in path if moving[p]) <= 1.0 + 1e-12  # translation half + rotation half
+    np.testing.assert_allclose(r, t)  # reach 1: the rotation half is the same number of radians

@@ -121,12 +121,13 @@ def _add_clip(doc, model, baked, skel, mesh, space, mesh_node, tol, camera, warn
     """The one animation: joint channels, morph weights, camera; (key counts, camera node or None)."""
     time = _times(baked.frames)
     tol_out = None if tol is None else tol * space.scale
-    channels = joint_channels(baked, skel, space, _reach(model, mesh, skel, space), time, tol_out,
+    half = None if tol is None else tol_out / 2  # joints TOL/2 + morph weights TOL/2: vertices within TOL
+    channels = joint_channels(baked, skel, space, _reach(model, mesh, skel, space), time, half,
                               np.arange(len(skel.joint_bone)))
     weights = None
     if mesh_node is not None:
         delta = np.array([np.linalg.norm(d, axis=1).max(initial=0.0) for d in mesh.morph_delta])
-        weights = weight_channel(baked.morph_weight[:, mesh.morph_index], delta, time, tol_out, mesh_node)
+        weights = weight_channel(baked.morph_weight[:, mesh.morph_index], delta, time, half, mesh_node)
     channels += [weights] if weights is not None else []
     cam_node = None
     if camera is not None:
