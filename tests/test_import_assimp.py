@@ -136,7 +136,8 @@ def test_external_textures_are_read(models):
 
 def test_cli_info_convert_and_render(models, tmp_path):
     info = json.loads(run("info", "--json", models / "BVH/01_01.bvh").stdout)
-    assert (info["bones"], info["skin_joints"], info["names"]["clips"]) == (34, 34, ["Motion"])
+    got = (info["format"], info["bones"], info["skin_joints"], info["names"]["clips"])
+    assert got == ("bvh", 34, 34, ["Motion"])
     r = run("convert", models / "X/anim_test.x", tmp_path / "anim.pmx")
     assert r.returncode == 0 and "dropped 1 clips (cylinder_test)" in r.stderr, r.stderr
     r = run("convert", models / "X/anim_test.x", tmp_path / "anim.vmd", "--clip", "0")

@@ -73,8 +73,9 @@ def read_assimp_raw(data: bytes | None, path: str) -> dict:
         raise FormatError(f"Assimp: {detail}", path=str(path)) from None
 
 
-_X_MESH = re.compile(rb"\bMesh\s+[^{\s]*\s*\{\s*(\d+)\s*;")
-_X_SKIN = re.compile(rb'\bSkinWeights\s*\{\s*"([^"]*)"\s*;\s*(\d+)\s*;((?:\s*\d+\s*[,;])*)')
+_X_MESH = re.compile(rb"Mesh\s+[^{\s]*\s*\{\s*(\d+)\s*;")
+_X_SKIN = re.compile(rb'SkinWeights\s*\{\s*"([^"]*)"\s*;\s*(\d+)\s*;')
+_X_SEPARATORS = bytes.maketrans(b",;", b"  ")
 
 
 def _check_x_skin_weights(data: bytes, path: str) -> None:
@@ -85,10 +86,12 @@ def _check_x_skin_weights(data: bytes, path: str) -> None:
     meshes = [(m.start(), int(m.group(1))) for m in _X_MESH.finditer(data)]
     for w in _X_SKIN.finditer(data):
         owner = [n for start, n in meshes if start < w.start()]
-        ids = [int(i) for i in re.findall(rb"\d+", w.group(3))]
-        if owner and ids and max(ids) >= owner[-1]:
-            raise FormatError(f"SkinWeights of bone {w.group(1).decode(errors='replace')!r} name vertex {max(ids)} "
-                              f"of a mesh of {owner[-1]} vertices", path=str(path))
+        count = int(w.group(2))
+        text = data[w.end():w.end() + 24 * count + 64].translate(_X_SEPARATORS).decode("ascii", "replace")
+        ids = np.array(text.split()[:count], dtype=np.float64) if count else np.zeros(0)
+        if owner and len(ids) and ids.max() >= owner[-1]:
+            raise FormatError(f"SkinWeights of bone {w.group(1).decode(errors='replace')!r} name vertex "
+                              f"{int(ids.max())} of a mesh of {owner[-1]} vertices", path=str(path))
 
 
 def _collada_retry(bridge, data: bytes | None, path: str, detail: str) -> dict:
@@ -418,7 +421,9 @@ def read_assimp_scene(data: bytes | None, path: str = "", *, scale: float | None
     """A file Assimp reads → (Model in MMD space, Clips); ``scale``: MMD units per file unit
     (default ``unit_scale``)."""
     raw = read_assimp_raw(data, path)
-    return import_scene(assimp_asset(raw, path), unit_scale=unit_scale(raw) if scale is None else scale)
+    fmt = os.path.splitext(str(path))[1][1:].lower() or "assimp"
+    return import_scene(assimp_asset(raw, path), unit_scale=unit_scale(raw) if scale is None else scale,
+                        source_format=fmt)
 
 
 def read_assimp_model(data: bytes, path: str = "") -> Model:
