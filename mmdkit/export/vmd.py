@@ -27,8 +27,8 @@ from mmdkit.animation.motion import Motion, Pose
 from mmdkit.errors import OptionError
 from mmdkit.export.bake import check_number
 from mmdkit.fileutil import atomic_path
-from mmdkit.mathutil import qmul_scalar, qscale_angle_scalar, qslerp_scalar
-from mmdkit.model import model as M
+from mmdkit.mathutil import qmul_scalar, qslerp_scalar
+from mmdkit.pose.fk import update_local
 from mmdkit.pose.morph import apply_bone_morphs
 from mmdkit.pose.rig import rig_for
 from mmdkit.formats.vmd import TRACK_NAME_SIZE
@@ -45,55 +45,37 @@ _MORPH_FIELDS = ("morph_track_name", "morph_track_name_bytes", "morph_key_track"
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def own_part(order, flags, append_parent, append_ratio, local_t, local_q, world_q, morph_t, morph_q,
-             anim_t_out, anim_q_out, app_t_out, app_q_out, key_t_out, key_q_out):
+def own_part(order, flags, append_parent, append_ratio, fixed_axis, ik_identity, local_t, local_q, world_q, morph_t,
+             morph_q, anim_t_inout, anim_q_inout, app_t_out, app_q_out, key_t_out, key_q_out):
     """Per frame, the VMD key that gives each bone its baked local transform with IK off.
 
     Model inputs: order (P,) int32 evaluation order; flags (B,) int32; append_parent (B,) int32;
-    append_ratio (B,) float64. Baked (F frames, parent-local / model space, float64): local_t
-    (F,B,3), local_q (F,B,4), world_q (F,B,4); bone-morph parts morph_t (F,B,3), morph_q (F,B,4).
-    Out (F,B,·) float64: anim_* (key + morphs), app_* (the append playback computes, as
-    ``pose.fk.update_local``), key_t (F,B,3) = anim_t − morph_t, key_q (F,B,4) = anim_q ⊗ morph_q⁻¹,
-    from local = append ⊗ anim (IK off)."""
+    append_ratio (B,) float64; fixed_axis (B,3) float64; ik_identity (B,4) float64 identity rows.
+    Baked (F frames, parent-local / model space, float64): local_t (F,B,3), local_q (F,B,4),
+    world_q (F,B,4); bone-morph parts morph_t (F,B,3), morph_q (F,B,4). State (F,B,·) float64:
+    anim_* (key + morphs, start at rest), app_* (the append playback computes: the pose kernels'
+    own ``fk.update_local`` from the other bones' anim); out key_t (F,B,3) = anim_t − morph_t,
+    key_q (F,B,4) = anim_q ⊗ morph_q⁻¹, from local = append ⊗ anim (IK off)."""
     for f in prange(local_t.shape[0]):
+        anim_t, anim_q, app_t, app_q = anim_t_inout[f], anim_q_inout[f], app_t_out[f], app_q_out[f]
+        key_t, key_q, wq = key_t_out[f], key_q_out[f], world_q[f]
         for i in range(order.shape[0]):
             b = order[i]
-            fl = flags[b]
-            ap = append_parent[b]
-            s = ap if ap >= 0 else b
-            fs = flags[s]
-            aps = append_parent[s]
-            ratio = append_ratio[b]
-            ax, ay, az, aw = 0.0, 0.0, 0.0, 1.0
-            tx, ty, tz = 0.0, 0.0, 0.0
-            if ap >= 0 and fl & M.BONE_APPEND_ROTATION:
-                if fl & M.BONE_APPEND_LOCAL:
-                    src = (world_q[f, s, 0], world_q[f, s, 1], world_q[f, s, 2], world_q[f, s, 3])
-                elif (fs & M.BONE_APPEND_ROTATION) and aps >= 0:
-                    src = (app_q_out[f, s, 0], app_q_out[f, s, 1], app_q_out[f, s, 2], app_q_out[f, s, 3])
-                else:
-                    src = (anim_q_out[f, s, 0], anim_q_out[f, s, 1], anim_q_out[f, s, 2], anim_q_out[f, s, 3])
-                ax, ay, az, aw = qscale_angle_scalar(src[0], src[1], src[2], src[3], ratio)
-            if ap >= 0 and fl & M.BONE_APPEND_TRANSLATION:
-                if (fs & M.BONE_APPEND_TRANSLATION) and aps >= 0:
-                    tx, ty, tz = app_t_out[f, s, 0], app_t_out[f, s, 1], app_t_out[f, s, 2]
-                else:
-                    tx, ty, tz = anim_t_out[f, s, 0], anim_t_out[f, s, 1], anim_t_out[f, s, 2]
-                tx, ty, tz = tx * ratio, ty * ratio, tz * ratio
-            q = qmul_scalar(-ax, -ay, -az, aw, local_q[f, b, 0], local_q[f, b, 1], local_q[f, b, 2], local_q[f, b, 3])
+            # key_t/key_q take update_local's local transform of b as scratch (overwritten below)
+            update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim_q, ik_identity,
+                         app_t, app_q, key_t, key_q, wq)
+            q = qmul_scalar(-app_q[b, 0], -app_q[b, 1], -app_q[b, 2], app_q[b, 3],
+                            local_q[f, b, 0], local_q[f, b, 1], local_q[f, b, 2], local_q[f, b, 3])
             k = qmul_scalar(q[0], q[1], q[2], q[3], -morph_q[f, b, 0], -morph_q[f, b, 1], -morph_q[f, b, 2],
                             morph_q[f, b, 3])
             if k[3] < 0.0:
                 k = (-k[0], -k[1], -k[2], -k[3])
-            ts = (local_t[f, b, 0] - tx, local_t[f, b, 1] - ty, local_t[f, b, 2] - tz)
             for c in range(4):
-                app_q_out[f, b, c] = (ax, ay, az, aw)[c]
-                anim_q_out[f, b, c] = q[c]
-                key_q_out[f, b, c] = k[c]
+                anim_q[b, c] = q[c]
+                key_q[b, c] = k[c]
             for c in range(3):
-                app_t_out[f, b, c] = (tx, ty, tz)[c]
-                anim_t_out[f, b, c] = ts[c]
-                key_t_out[f, b, c] = ts[c] - morph_t[f, b, c]
+                anim_t[b, c] = local_t[f, b, c] - app_t[b, c]
+                key_t[b, c] = anim_t[b, c] - morph_t[f, b, c]
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
@@ -186,11 +168,15 @@ def bake_keys(baked) -> tuple[np.ndarray, np.ndarray]:
     rig = rig_for(baked.model)
     F, B = baked.bone_local_translation.shape[:2]
     morph_t, morph_q = _morph_parts(rig, baked.morph_weight)
-    scratch = [np.empty((F, B, n)) for n in (3, 4, 3, 4)]
+    identity = np.zeros((B, 4))
+    identity[:, 3] = 1.0
+    anim_t, anim_q = np.zeros((F, B, 3)), np.broadcast_to(identity, (F, B, 4)).copy()
+    app_t, app_q = np.empty((F, B, 3)), np.empty((F, B, 4))
     key_t, key_q = np.empty((F, B, 3)), np.empty((F, B, 4))
     order = np.concatenate([rig.bone_pass_before, rig.bone_pass_after]).astype(np.int32)
-    own_part(order, rig.bone_flags, rig.bone_append_parent, rig.bone_append_ratio, baked.bone_local_translation,
-             baked.bone_local_rotation, baked.bone_world_rotation, morph_t, morph_q, *scratch, key_t, key_q)
+    own_part(order, rig.bone_flags, rig.bone_append_parent, rig.bone_append_ratio, rig.bone_fixed_axis, identity,
+             baked.bone_local_translation, baked.bone_local_rotation, baked.bone_world_rotation, morph_t, morph_q,
+             anim_t, anim_q, app_t, app_q, key_t, key_q)
     return key_t, key_q
 
 
