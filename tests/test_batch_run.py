@@ -12,6 +12,19 @@ import pytest
 from mmdkit.batch import read_results
 
 
+@pytest.fixture(scope="module", autouse=True)
+def kernels_cached(assets, tmp_path_factory):
+    """Compile (or load) numba's kernels here once, so the worker processes load them from the cache
+    instead of each compiling them at the same time."""
+    import mmdkit
+    from mmdkit.export import export
+
+    model = mmdkit.load(assets / "low_miku" / "gumi.pmd")
+    motion = mmdkit.load(assets / "mei" / "Motion" / "mei_bye" / "mei_bye.vmd")
+    export(model, motion, tmp_path_factory.mktemp("warm") / "warm.npz", frames=[0.0, 1.0], physics=False,
+           joints="humanoid")
+
+
 @pytest.fixture
 def manifest(tmp_path, assets):
     """Three jobs on low-poly models: two good (one writes npz + bvh), one whose motion is not a motion."""
