@@ -303,6 +303,16 @@ def _external_image(ref: str, folder: Path, warnings: list[str]) -> GltfImage:
     return GltfImage(name=Path(rel).stem, mime="", data=b"", uri="")
 
 
+def _image(ref: str, textures: list[dict], by_file: dict[str, int], folder: Path, warnings: list[str]) -> GltfImage:
+    """The image a material names: '*N' (the file's N-th texture), an embedded texture of that file
+    name, else a file beside the model."""
+    name = Path(ref.replace("\\", "/")).name.lower()
+    emb = int(ref[1:]) if ref[:1] == "*" and ref[1:].isdigit() else by_file.get(name)
+    if emb is not None and emb < len(textures):
+        return _embedded_image(textures[emb], f"texture{emb}")
+    return _external_image(ref, folder, warnings)
+
+
 def _material_fields(raw: dict, path: str, warnings: list[str]) -> dict:
     """materials and images: base colour (linear), alpha mode, double-sided, diffuse texture."""
     gltf = raw["importer"].lower().startswith("gltf")
@@ -315,12 +325,8 @@ def _material_fields(raw: dict, path: str, warnings: list[str]) -> dict:
     for k, m in enumerate(raw["materials"]):
         ref = m["texture"]
         if ref and ref not in image_of:
-            emb = int(ref[1:]) if ref[:1] == "*" and ref[1:].isdigit() else by_file.get(Path(ref.replace("\\", "/")).name.lower())
-            if emb is not None and emb < len(textures):
-                images.append(_embedded_image(textures[emb], f"texture{emb}"))
-            else:
-                images.append(_external_image(ref, folder, warnings))
-            image_of[ref] = len(images) - 1
+            image_of[ref] = len(images)
+            images.append(_image(ref, textures, by_file, folder, warnings))
         color = np.asarray(m["color"], np.float64)
         if gltf:
             alpha, mode = color[3], m["alpha_mode"] or "OPAQUE"
