@@ -19,7 +19,7 @@ from test_import_gltf import engine_skinning, gltf_skinning, run, size_of
 import mmdkit
 from mmdkit.errors import FormatError
 from mmdkit.importers import clips_of, load_gltf_scene
-from mmdkit.importers.assimp import DEFAULT_FLAGS, assimp_asset, load_assimp_scene, read_assimp_raw
+from mmdkit.importers.assimp import DEFAULT_FLAGS, EXTENSIONS, assimp_asset, load_assimp_scene, read_assimp_raw
 
 CHARACTERS = [  # file, bones, vertices, clips
     ("X/anim_test.x", 4, 485, ["cylinder_test"]),
@@ -58,6 +58,14 @@ def test_default_flags_are_the_bridges():
     assert _assimp.VERSION.startswith("5.")
 
 
+def test_extensions_are_registered():
+    from mmdkit.formats.registry import known_extensions, reader_for
+
+    assert {".fbx", ".x", ".dae", ".bvh", ".obj"} <= set(EXTENSIONS) <= set(known_extensions("model"))
+    assert all(reader_for(ext=e).fn == "mmdkit.importers.assimp:read_assimp_model" for e in EXTENSIONS)
+    assert reader_for(ext=".X").fn == reader_for(ext=".x").fn  # any case
+
+
 @pytest.mark.parametrize("name,bones,vertices,clips", CHARACTERS)
 def test_counts_rest_and_a_clip_frame(models, name, bones, vertices, clips):
     """Counts; an empty motion skins to the bind mesh; a frame of each clip is finite and moves."""
@@ -94,7 +102,10 @@ def test_clips_skin_as_the_scene_defines(models, name):
 TWO_READERS = ["gltf/CesiumMan.glb", "gltf/Fox.glb", "gltf/RobotExpressive.glb", "gltf/SimpleSkin.gltf",
                "assimp/models/glTF2/simple_skin/simple_skin.gltf",
                "assimp/models/glTF2/AnimatedMorphCube/glTF/AnimatedMorphCube.gltf",
-               "assimp/models/glTF2/MorphStressTest/glTF/MorphStressTest.gltf"]
+               "assimp/models/glTF2/MorphStressTest/glTF/MorphStressTest.gltf",
+               "assimp/models/glTF2/AnimatedMorphSphere/glTF/AnimatedMorphSphere.gltf",
+               "assimp/models/glTF2/MorphPrimitivesTest/glTF/MorphPrimitivesTest.gltf",
+               "assimp/models/glTF2/SimpleMorph/glTF/SimpleMorph.gltf", "assimp/models/glTF2/simple_skin/quad_skin.glb"]
 
 
 @pytest.mark.parametrize("name", TWO_READERS)

@@ -16,9 +16,10 @@ register_reader(".vpd", "mmdkit.formats.vpd:read_vpd", "pose")
 # imported characters (layer 3 beside formats; named by string, so formats never imports importers)
 register_reader(".glb", "mmdkit.importers.gltf:read_gltf_model", "model")
 register_reader(".gltf", "mmdkit.importers.gltf:read_gltf_model", "model")
-# through the system Assimp (C++ bridge; mmdkit.importers.assimp.EXTENSIONS lists the same)
-for _ext in (".fbx", ".x", ".dae", ".bvh", ".obj", ".3ds", ".ms3d", ".b3d", ".smd", ".md5mesh", ".iqm", ".ply",
-             ".stl", ".off", ".lwo", ".ase", ".ac", ".md2", ".md3", ".mdl", ".ogex", ".3mf"):
+# through the system Assimp (the C++ bridge of mmdkit.importers.assimp)
+ASSIMP_EXTENSIONS = (".fbx", ".x", ".dae", ".bvh", ".obj", ".3ds", ".ms3d", ".b3d", ".smd", ".md5mesh", ".iqm",
+                     ".ply", ".stl", ".off", ".lwo", ".ase", ".ac", ".md2", ".md3", ".mdl", ".ogex", ".3mf")
+for _ext in ASSIMP_EXTENSIONS:
     register_reader(_ext, "mmdkit.importers.assimp:read_assimp_model", "model")
 register_writer(".pmx", Model, "mmdkit.formats.pmx:write_pmx")
 register_writer(".pmd", Model, "mmdkit.formats.pmd:write_pmd")

@@ -17,12 +17,16 @@ from pathlib import Path
 import numpy as np
 
 from mmdkit.errors import FormatError, UnavailableError
+from mmdkit.formats import ASSIMP_EXTENSIONS as EXTENSIONS  # what mmdkit.load reads through Assimp
 from mmdkit.formats.gltf import (GltfAnimation, GltfAsset, GltfChannel, GltfImage, GltfMaterial, GltfMesh,
                                  GltfPrimitive, GltfSkin, trs_matrices, world_matrices)
 from mmdkit.formats.io import read_bytes
 from mmdkit.importers.clips import Clips
 from mmdkit.importers.scene import MMD_UNITS_PER_METRE, import_scene, quaternions_from_rotations
 from mmdkit.model.model import Model
+
+__all__ = ["EXTENSIONS", "DEFAULT_FLAGS", "read_assimp_raw", "assimp_asset", "unit_scale", "read_assimp_scene",
+           "read_assimp_model", "load_assimp_scene", "load_assimp_model"]
 
 DEFAULT_FLAGS = ("Triangulate", "JoinIdenticalVertices", "GenSmoothNormals", "SortByPType", "FlipUVs",
                  "ValidateDataStructure")
@@ -38,10 +42,6 @@ message instead of crashing later). Not MakeLeftHanded/FlipWindingOrder: ``impor
 to MMD space; not PreTransformVertices/OptimizeGraph: they destroy the skeleton and its clips.
 FBX pivots are collapsed (AI_CONFIG_IMPORT_FBX_PRESERVE_PIVOTS off), so no '$AssimpFbx$' helper
 nodes sit between bones."""
-
-EXTENSIONS = (".fbx", ".x", ".dae", ".bvh", ".obj", ".3ds", ".ms3d", ".b3d", ".smd", ".md5mesh", ".iqm",
-              ".ply", ".stl", ".off", ".lwo", ".ase", ".ac", ".md2", ".md3", ".mdl", ".ogex", ".3mf")
-"""File types ``mmdkit.load`` reads through Assimp (registered in ``mmdkit.formats``)."""
 
 _MIME = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "bmp": "image/bmp", "webp": "image/webp"}
 _SHEAR = 1e-5  # relative error of T·R·S against a node matrix above which the matrix is kept as is
