@@ -5,13 +5,14 @@ each worker's memory over 1,000 jobs.
 In: ../shared/assets (a bounded subset: the first ``--models`` of miku, gumi, SD Mei, Mei, Mokou A, Gene
 × the first ``--motions`` Mei motions, sorted by path; whole motions, physics on). Out: a table on stdout
 (jobs/s, frames/s, scaling, overhead per job = wall × workers / jobs − mean job seconds, steady jobs/s
-without each worker's first job, CPU ms per job (what scaling depends on when the machine is busy), planning CPU seconds, resident MiB per worker). Run: python benchmarks/bench_batch.py [--models 6 --motions 12]."""
+without each worker's first job, median CPU ms per job (what scaling depends on when the machine is busy), planning CPU seconds, resident MiB per worker). Run: python benchmarks/bench_batch.py [--models 6 --motions 12]."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -52,7 +53,7 @@ def timed_run(jobs, out, **kw) -> dict:
     busy = [sum(v) - max(v) for v in per_worker.values()]
     steady = (len(ok) - len(per_worker)) / max(max(busy), 1e-9)
     return {"wall": wall, "jobs": len(s.rows), "ok": len(ok), "failed": s.counts["failed"], "frames": frames,
-            "steady_jobs_s": steady, "cpu_ms": sum(r["cpu_seconds"] for r in ok) / max(len(ok), 1) * 1e3,
+            "steady_jobs_s": steady, "cpu_ms": statistics.median(r["cpu_seconds"] for r in ok) * 1e3 if ok else 0.0,
             "jobs_s": len(s.rows) / wall, "frames_s": frames / wall,
             "overhead_ms": (wall * workers / max(len(s.rows), 1) - job_s) * 1e3,
             "errors": sorted({r["error"] for r in s.rows if r["error"]})[:3]}
@@ -133,10 +134,10 @@ def main() -> None:
             rows["Ray local, 2 CPUs"] = timed_run(jobs, folder / "ray", ray="local", workers=2)
             ray.shutdown()
         print(f"{'executor':20} {'wall s':>8} {'ok/jobs':>8} {'jobs/s':>8} {'frames/s':>9} {'overhead ms/job':>16} "
-              f"{'steady jobs/s':>14} {'CPU ms/job':>11}")
+              f"{'steady jobs/s':>14} {'median CPU ms/job':>18}")
         for label, r in rows.items():
             print(f"{label:20} {r['wall']:8.2f} {r['ok']:>3}/{r['jobs']:<4} {r['jobs_s']:8.2f} {r['frames_s']:9.0f} "
-                  f"{r['overhead_ms']:16.1f} {r['steady_jobs_s']:14.2f} {r['cpu_ms']:11.0f}")
+                  f"{r['overhead_ms']:16.1f} {r['steady_jobs_s']:14.2f} {r['cpu_ms']:18.0f}")
             for e in r["errors"]:
                 print(f"  error: {e}")
         one, two = rows["local, 1 worker"], rows["local, 2 workers"]

@@ -155,7 +155,7 @@ def run_job(job, store) -> dict:
         record = {"key": job.key, "name": job.name, "frames": frames, "seconds": round(seconds, 3),
                   "outputs": [{"filename": d["filename"], "size": d["size"]} for d in done]}
         store.write_record(job.name, record)
-    except (Exception, MemoryError) as e:  # a job's failure is its row, never the batch's end
+    except Exception as e:  # a job's failure (MemoryError included) is its row, never the batch's end
         return job_row(job, "failed", seconds=round(time.perf_counter() - t0, 3), warnings=warnings,
                        error=f"{one_line(e)}", pid=os.getpid(), rss_mb=round(rss_mb(), 1),
                        cpu_seconds=round(time.process_time() - c0, 3))
