@@ -109,7 +109,7 @@ def _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw):
     return x / n, y / n, z / n, w / n
 
 
-@njit(**_NB)
+@njit(inline="always", **_NB)
 def _refresh(start, stop, bones, parent, position, local_t, local_q, world_p, world_q):
     for jj in range(start, stop):
         update_world(bones[jj], parent, position, local_t, local_q, world_p, world_q)
@@ -159,6 +159,9 @@ def _step_link(li, j, unit, use_axis, gx, gy, gz, target, parent, ik_link_bone, 
                            ik_link_upper[j, 2], use_axis)
         q = qmul_scalar(e[0], e[1], e[2], e[3], -pre[0], -pre[1], -pre[2], pre[3])
     r = qmul_scalar(q[0], q[1], q[2], q[3], pre[0], pre[1], pre[2], pre[3])
+    if q[0] == ox and q[1] == oy and q[2] == oz and q[3] == ow and r[0] == rx and r[1] == ry \
+            and r[2] == rz and r[3] == rw:
+        return False  # converged to the last bit: the state is exactly as before
     put4(ik_q, link, q[0], q[1], q[2], q[3])
     put4(local_q, link, r[0], r[1], r[2], r[3])
     return True
@@ -174,7 +177,7 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
     bone below the chain (appends included: a bone appended from a link sees its IK turn)."""
     _, _, parent, position, flags, append_parent, append_ratio, fixed_axis, _ = bone_in
     (ik_target, ik_loop, ik_limit, ik_link_start, ik_link_bone, ik_link_mode, ik_link_lower,
-     ik_link_upper, ik_path_start, ik_path_bone, ik_after_start, ik_after_bone) = ik_in
+     ik_link_upper, ik_link_path, ik_path_start, ik_path_bone, ik_after_start, ik_after_bone) = ik_in
     anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q = bone_state_inout
     target = ik_target[k]
     l0, l1 = ik_link_start[k], ik_link_start[k + 1]
@@ -196,15 +199,16 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
         if d2 < _REACHED:
             break
         use_axis = it < loops // 2
+        moved = False
         for j in range(l0, l1):
             if ik_link_mode[j] == _FIXED:
                 continue
             if _step_link(j - l0, j, unit, use_axis, gx, gy, gz, target, parent, ik_link_bone,
                           ik_link_mode, ik_link_lower, ik_link_upper, ik_q, local_q, world_p, world_q):
-                start = p0  # the link and the path below it (top first) get new worlds
-                while start < p1 - 1 and ik_path_bone[start] != ik_link_bone[j]:
-                    start += 1
-                _refresh(start, p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
+                moved = True
+                _refresh(ik_link_path[j], p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
+        if not moved:
+            break  # no link turned: every later iteration would compute exactly this one again
     for jj in range(ik_after_start[k], ik_after_start[k + 1]):
         b = ik_after_bone[jj]
         update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim_q, ik_q,

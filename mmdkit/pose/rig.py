@@ -97,8 +97,8 @@ def _flatten_groups(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 IK_FIELDS = ("ik_target", "ik_loop", "ik_limit", "ik_link_start", "ik_link_bone", "ik_link_mode",
-             "ik_link_lower", "ik_link_upper", "ik_path_start", "ik_path_bone", "ik_after_start",
-             "ik_after_bone")
+             "ik_link_lower", "ik_link_upper", "ik_link_path", "ik_path_start", "ik_path_bone",
+             "ik_after_start", "ik_after_bone")
 """The IK section of a Rig in the order of ``Rig.ik_in`` (unpacked by ``bones.solve_bones``)."""
 
 MORPH_FIELDS = ("morph_is_leaf", "morph_group_start", "morph_group_target", "morph_group_weight",
@@ -141,6 +141,7 @@ class Rig:
     ik_link_mode: np.ndarray  # (L,) int32: 0 free, 1 Euler limits, 2/3/4 X/Y/Z-only, 5 fixed
     ik_link_lower: np.ndarray  # (L, 3) float64 Euler limits, radians, lower ≤ upper
     ik_link_upper: np.ndarray  # (L, 3) float64
+    ik_link_path: np.ndarray  # (L,) int32 index into ik_path_bone where the link's refresh starts
     ik_path_start: np.ndarray  # (K+1,) int32: bones from top link down to target, top first
     ik_path_bone: np.ndarray  # (P,) int32
     ik_after_start: np.ndarray  # (K+1,) int32: descendants of the top link (eval order)
@@ -237,6 +238,12 @@ def _ik_tables(model, parent: np.ndarray, order: np.ndarray) -> dict:
         after_rows.append([int(x) for x in order if desc[x]])
     ps, pb = _csr(path_rows)
     as_, ab = _csr(after_rows)
+    link_path = np.zeros(len(model.ik_link_bone), np.int32)
+    for k in range(K):  # the link's row in its path (the path's last row if it is not on it)
+        row = path_rows[k]
+        for j in range(model.ik_link_start[k], model.ik_link_start[k + 1]):
+            link = int(model.ik_link_bone[j])
+            link_path[j] = ps[k] + (row.index(link) if link in row else max(len(row) - 1, 0))
     return dict(
         ik_target=np.asarray(model.ik_target, np.int32),
         # a corrupt count must not hang posing: at most IK_MAX_LOOPS (babylon-mmd caps at 256 too)
@@ -244,7 +251,7 @@ def _ik_tables(model, parent: np.ndarray, order: np.ndarray) -> dict:
         ik_limit=np.asarray(model.ik_limit_angle, np.float64),
         ik_link_start=np.asarray(model.ik_link_start, np.int32),
         ik_link_bone=np.asarray(model.ik_link_bone, np.int32), ik_link_mode=mode,
-        ik_link_lower=lower, ik_link_upper=upper,
+        ik_link_lower=lower, ik_link_upper=upper, ik_link_path=link_path,
         ik_path_start=ps, ik_path_bone=pb, ik_after_start=as_, ik_after_bone=ab)
 
 

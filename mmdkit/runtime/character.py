@@ -16,8 +16,8 @@ from mmdkit.animation.binding import BoundMotion, bind_motion
 from mmdkit.animation.motion import Pose
 from mmdkit.animation.vpd import motion_from_pose
 from mmdkit.pose.rig import MATERIAL_MORPH_CHANNELS, rig_for
-from mmdkit.pose.stages import (BONES_AFTER_PHYSICS, BONES_BEFORE_PHYSICS, PHYSICS, SAMPLE, STAGES, motion_in,
-                                run_stages)
+from mmdkit.pose.stages import (BONES_AFTER_PHYSICS, BONES_BEFORE_PHYSICS, PHYSICS, SAMPLE, STAGES, FrameArgs,
+                                motion_in, run_frame)
 from mmdkit.pose.state import PoseState
 from mmdkit.runtime.simulation import DEFAULT_SETTLE_SECONDS, Simulation
 
@@ -54,6 +54,7 @@ class Character:
         self.simulation = Simulation(physics, self.rig, self.state, self.bound, fps=fps, mode=physics_mode,
                                      settle_seconds=settle_seconds)
         self._motion_keys = motion_in(self.bound)
+        self._args = self._args_coupling = None
         self._skinner = skinner
         self.frame: float | None = None
         self.stage_seconds = dict.fromkeys(STAGES, 0.0)
@@ -108,9 +109,13 @@ class Character:
 
     # --- stages ----------------------------------------------------------------------------
     def _run(self, first: int, last: int, frame: float) -> None:
-        r, s = self.rig, self.state
-        run_stages(first, last, frame, True, self._motion_keys, r.bone_in, r.ik_in, r.morph_in, s.coupling,
-                   s.bone_state, s.morph_state, s.morph_out, s.frame_out)
+        s = self.state
+        if self._args_coupling is not s.coupling:  # (re)built when the simulator's coupling changes
+            r = self.rig
+            self._args = FrameArgs(self._motion_keys, r.bone_in, r.ik_in, r.morph_in, s.coupling, s.bone_state,
+                                   s.morph_state, s.morph_out, s.frame_out)
+            self._args_coupling = s.coupling
+        run_frame(first, last, frame, True, self._args)
 
     def update(self, frame: float, *, timed: bool = False) -> "Character":
         """Pose this character at ``frame`` (fractional allowed). See ``Simulation`` for seeks."""
