@@ -6,13 +6,16 @@ once and prints it (exit 2). Subclasses also derive from the built-in they refin
 (``ValueError``, ``RuntimeError``) so existing ``except ValueError`` code keeps working.
 - ``FormatError``: a file (or in-memory data) is malformed; ``BuildError``: arrays given to a
   builder are inconsistent.
-- ``OptionError``: an argument or option value is out of range (names the option and value).
+- ``OptionError``: an argument or option value is out of range (names the option and value);
+  ``check_number`` is the one check of a numeric option (fps, scale, tolerance).
 - ``UnavailableError``: an optional part is missing (the Bullet extension, an OpenGL context,
   a codec) — says what to install.
 - ``PhysicsError``, ``RenderError``: run-time failures of those stages, naming the model file.
 """
 
 from __future__ import annotations
+
+import math
 
 
 class MmdkitError(Exception):
@@ -53,6 +56,19 @@ class OptionError(MmdkitError, ValueError):
         self.option = option
         self.detail = detail
         super().__init__(f"{option}: {detail}" if option else detail)
+
+
+def check_number(value, option: str, *, default=None, zero_ok: bool = False) -> float:
+    """``value`` (None → ``default``) as a float, or OptionError(option) unless finite and > 0
+    (>= 0 with ``zero_ok``)."""
+    v = default if value is None else value
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        raise OptionError(option, f"{value!r} is not a number") from None
+    if not (math.isfinite(v) and (v >= 0 if zero_ok else v > 0)):
+        raise OptionError(option, f"must be a finite number {'>=' if zero_ok else '>'} 0, not {v:g}")
+    return v
 
 
 class UnavailableError(MmdkitError, RuntimeError):

@@ -1,0 +1,112 @@
+"""Which motion frames an output shows: the one home of frame ranges, output fps and their checks.
+
+In: a first/last motion frame and an output fps, a ``--frames`` spec as typed, or a list of frames.
+Out: (F,) float64 motion frames (30 per second; fractional between keys), 1 <= F <= MAX_FRAMES,
+or an ``OptionError`` naming the option and what was given. Output fps is real time: picture i
+shows motion frame first + i·30/fps, so a 60 fps video samples every half frame.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from mmdkit.errors import OptionError, check_number
+
+MOTION_FPS = 30.0
+"""Motion (VMD) frames per second."""
+MAX_FRAMES = 10_000_000
+"""Most frames one call may select (a bound on memory: 0:1e9 is refused, not run; ~3.8 days at 30 fps)."""
+
+
+def check_fps(fps, option: str = "fps") -> float:
+    """``fps`` as a float, or OptionError(option) unless finite and > 0."""
+    return check_number(fps, option)
+
+
+def _spaced(first: float, last: float, step: float, option: str, label: str) -> np.ndarray:
+    """(F,) float64 first + i·step for i = 0, 1, … up to ``last`` (inclusive within 1e-9 steps);
+    OptionError(option) naming ``label`` when F > MAX_FRAMES."""
+    count = math.floor((last - first) / step + 1e-9) + 1
+    if count > MAX_FRAMES:
+        raise OptionError(option, f"{label} selects {count:,} frames; at most {MAX_FRAMES:,} at once")
+    return first + np.arange(count, dtype=np.float64) * step
+
+
+def output_frames(first: float, last: float, fps: float = MOTION_FPS) -> np.ndarray:
+    """Motion frames (F,) float64 of output pictures at ``fps`` per second of real time from motion
+    frame ``first`` to ``last`` (inclusive where it falls on a picture): first + i·30/fps.
+    OptionError('fps') / OptionError('frames') for a bad fps, range or count."""
+    fps = check_fps(fps)
+    if not (math.isfinite(first) and math.isfinite(last)):
+        raise OptionError("frames", f"need finite frames, not {first!r}:{last!r}")
+    if last < first:
+        raise OptionError("frames", f"the end {last:g} is before the start {first:g}")
+    return _spaced(first, last, MOTION_FPS / fps, "frames", f"{first:g}..{last:g} at {fps:g} fps")
+
+
+def check_frames(frames, option: str = "frames") -> np.ndarray:
+    """Frames given as numbers → (F,) float64, or OptionError(option) when empty, non-finite or < 0."""
+    f = np.asarray(frames, np.float64).reshape(-1)
+    if len(f) == 0:
+        raise OptionError(option, "selects no frames")
+    if not np.isfinite(f).all() or (f < 0).any():
+        raise OptionError(option, "frames must be finite and >= 0")
+    return f
+
+
+def _number(text: str, spec: str, what: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise OptionError("--frames", f"'{spec}': {what} '{text}' is not a number") from None
+    if not math.isfinite(v):
+        raise OptionError("--frames", f"'{spec}': {what} must be a finite number, not '{text}'")
+    return v
+
+
+def _count(text: str, spec: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise OptionError("--frames", f"'{spec}': the count after '+' must be a whole number") from None
+    if n < 1:
+        raise OptionError("--frames", f"'{spec}': selects no frames (the count must be >= 1)")
+    return n
+
+
+def parse_frames(spec: str, last: float, *, bare_count: bool = False, default_step: float = 1.0) -> np.ndarray:
+    """``--frames`` as typed → (F,) float64 motion frames, 1 <= F <= MAX_FRAMES, finite, >= 0.
+
+    Grammar (the same in every subcommand): ``A:B[:STEP]`` with B inclusive (empty A = 0, empty
+    B = ``last``, no STEP = ``default_step``), ``A+N`` = N frames from A ``default_step`` apart
+    (``+N`` from 0), ``N`` = the single frame N — except with ``bare_count`` (``bench``, where one
+    frame measures nothing) where ``N`` means ``+N``. ``render`` passes ``default_step`` = 30/fps
+    so a video plays the motion in real time. Raises OptionError('--frames', ...) naming the text.
+    """
+    spec = spec.strip()
+    count_form = None if ":" in spec else re.fullmatch(r"(\d*\.?\d*)\+(.*)", spec)
+    step = default_step
+    if count_form or (bare_count and ":" not in spec):
+        a_text, n_text = count_form.groups() if count_form else ("", spec)
+        a = _number(a_text, spec, "the start") if a_text else 0.0
+        b = a + (_count(n_text, spec) - 1) * step
+    else:
+        parts = spec.split(":")
+        if len(parts) > 3:
+            raise OptionError("--frames", f"'{spec}' is not A:B[:STEP], A+N or N")
+        a = _number(parts[0], spec, "the start") if parts[0] else 0.0
+        if len(parts) == 1:
+            b = a
+        else:
+            b = _number(parts[1], spec, "the end") if parts[1] else float(last)
+        step = _number(parts[2], spec, "the step") if len(parts) > 2 and parts[2] else step
+    if a < 0:
+        raise OptionError("--frames", f"'{spec}': frames start at 0")
+    if step <= 0:
+        raise OptionError("--frames", f"'{spec}': the step must be > 0")
+    if b < a:
+        raise OptionError("--frames", f"'{spec}': the end {b:g} is before the start {a:g}")
+    return _spaced(a, b, step, "--frames", f"'{spec}'")
