@@ -11,28 +11,14 @@ nothing needs history. While physics runs, numba runs on the calling thread only
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
 
-from mmdkit.errors import OptionError
+from mmdkit.animation.frames import output_frames  # noqa: F401  (re-exported by mmdkit.runtime)
 from mmdkit.pose.batch import pose_batch
 from mmdkit.runtime.character import FPS, Character
-
-
-def output_frames(first: float, last: float, fps: float = FPS) -> np.ndarray:
-    """Motion frames (F,) float64 for output pictures at ``fps`` per second of real time from
-    motion frame ``first`` to ``last`` (inclusive where it falls on a picture): picture i shows
-    motion frame first + i·30/fps, so 60 fps samples every half frame and plays at the same speed."""
-    if not (math.isfinite(fps) and fps > 0):
-        raise OptionError("fps", f"must be a positive number, not {fps!r}")
-    if not (math.isfinite(first) and math.isfinite(last)) or last < first:
-        raise OptionError("frames", f"need first <= last, finite, not {first!r}:{last!r}")
-    step = FPS / fps
-    count = int(math.floor((last - first) / step + 1e-9)) + 1
-    return first + np.arange(count, dtype=np.float64) * step
 
 
 def seconds_at(frame: float) -> float:
