@@ -139,10 +139,15 @@ def test_bone_without_a_node_follows_its_chain(models):
     assert "bones without a node" in model.warnings[0]
 
 
-def test_external_textures_are_read(models):
+def test_textures_are_read(models):
+    """Files beside the model (IQM), and textures the file holds (FBX), named by their own file name."""
     model = mmdkit.load(models / "IQM/mrfixit.iqm")
     assert model.texture_path == ("Body.jpg", "Head.jpg")
     assert model.source_extras["embedded_textures"]["Body.jpg"][:2] == b"\xff\xd8"
+    model = mmdkit.load(models / "FBX/embedded_ascii/box.FBX")
+    assert model.texture_path == ("uv_test.png",)
+    assert model.source_extras["embedded_textures"]["uv_test.png"][:4] == b"\x89PNG"
+    assert mmdkit.load(models / "FBX/box_orphant_embedded_texture.fbx").texture_path == ("GridGrey.tga",)
 
 
 def test_cli_info_convert_and_render(models, tmp_path):

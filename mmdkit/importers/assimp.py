@@ -277,10 +277,13 @@ def _linear(srgb: np.ndarray) -> np.ndarray:
 
 
 def _embedded_image(tex: dict, name: str) -> GltfImage:
-    """A texture the file holds: compressed bytes as they are; raw BGRA texels → PNG."""
-    hint = tex["hint"].lower()
+    """A texture the file holds: compressed bytes as they are (named by the file name it had, so
+    its type shows: .tga has no signature); raw BGRA texels → PNG."""
+    own = Path(tex["filename"].replace("\\", "/")).name  # the file name it had, when the file says
+    hint = tex["hint"].lower() or Path(own).suffix[1:].lower()
     if tex["height"] == 0:
-        return GltfImage(name=name, mime=_MIME.get(hint, ""), data=tex["data"], uri="")
+        return GltfImage(name=Path(own).stem or name, mime=_MIME.get(hint, ""), data=tex["data"],
+                         uri=own if Path(own).suffix else "")
     from PIL import Image
 
     bgra = np.frombuffer(tex["data"], np.uint8).reshape(tex["height"], tex["width"], 4)
