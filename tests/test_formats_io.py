@@ -52,7 +52,7 @@ def test_save_is_atomic(tmp_path, assets):
 
 def test_unknown_extension_and_missing_file(tmp_path):
     with pytest.raises(FormatError, match="unknown extension"):
-        mmdkit.load(tmp_path / "a.obj")
+        mmdkit.load(tmp_path / "a.unknownext")
     with pytest.raises(FormatError, match="cannot read"):
         mmdkit.load(tmp_path / "missing.pmx")
 
