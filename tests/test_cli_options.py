@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from mmdkit.cli._common import MAX_FRAMES, parse_frames
+from mmdkit.animation.frames import MAX_FRAMES, parse_frames
 from mmdkit.errors import OptionError
 
 

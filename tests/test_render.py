@@ -476,10 +476,10 @@ def test_png_folder_is_refreshed_and_named_by_frame_number(tmp_path):
 
 def test_fps_is_real_time():
     """At 60 fps the 30-frames-a-second motion is sampled every half frame."""
-    from mmdkit.render.pipeline import sample_frames
+    from mmdkit.animation.frames import output_frames
 
-    np.testing.assert_array_equal(sample_frames(330, 332, 60), [330, 330.5, 331, 331.5, 332])
-    np.testing.assert_array_equal(sample_frames(0, 2, 15), [0, 2])
+    np.testing.assert_array_equal(output_frames(330, 332, 60), [330, 330.5, 331, 331.5, 332])
+    np.testing.assert_array_equal(output_frames(0, 2, 15), [0, 2])
 
 
 def test_default_frames_follow_fps(tmp_path):
@@ -574,13 +574,13 @@ def test_gl_limits_and_broken_light_keys_are_handled(ctx):
 
 def test_api_arguments_out_of_range_are_option_errors(ctx, tmp_path):
     from mmdkit.errors import OptionError
-    from mmdkit.render.pipeline import sample_frames
+    from mmdkit.animation.frames import output_frames
 
     for kw, what in ((dict(crowd=0), "crowd"), (dict(fps=0.0), "fps"), (dict(fps=float("nan")), "fps")):
         with pytest.raises(OptionError, match=what):
             _demo_render(tmp_path / "x.mp4", None, **kw)
-    with pytest.raises(OptionError, match="frames: 0..1e\\+09 at 30 fps is 1000000001 frames"):
-        sample_frames(0, 1e9, 30)
+    with pytest.raises(OptionError, match="frames: 0..1e\\+09 at 30 fps selects 1,000,000,001 frames"):
+        output_frames(0, 1e9, 30)
     with pytest.raises(OptionError, match="size: 0x10"):
         Renderer(demo_model(), (0, 10), 0, ctx=ctx)
     assert not list(tmp_path.iterdir())

@@ -1,4 +1,4 @@
-"""Shared CLI helpers: the one ``--frames`` grammar, typed loading, physics, npz output, VPD options.
+"""Shared CLI helpers: ``--frames`` (grammar in ``mmdkit.animation.frames``), typed loading, npz output, VPD options.
 
 In: option strings as typed and loaded objects. Out: validated values (frames (F,) float64,
 Model/Motion/Pose) or an ``OptionError`` naming the option and what was
@@ -8,78 +8,15 @@ typed, which ``mmdkit.cli.main`` prints on one line. Output-path checks live in 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
-import re
 import sys
 
 import numpy as np
 
 from mmdkit.errors import OptionError
 
-#: Most frames one command may select (a bound on memory: --frames 0:1e9 is refused, not run).
-MAX_FRAMES = 10_000_000
-
 FRAMES_HELP = ("A:B[:STEP] (B inclusive; empty A = 0, empty B = the motion's last key frame), "
                "A+N (N frames from A) or N (the single frame N). Fractional frames sample between keys.")
-
-
-def _number(text: str, spec: str, what: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise OptionError("--frames", f"'{spec}': {what} '{text}' is not a number") from None
-    if not math.isfinite(v):
-        raise OptionError("--frames", f"'{spec}': {what} must be a finite number, not '{text}'")
-    return v
-
-
-def _frame_count(text: str, spec: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise OptionError("--frames", f"'{spec}': the count after '+' must be a whole number") from None
-    if n < 1:
-        raise OptionError("--frames", f"'{spec}': selects no frames (the count must be >= 1)")
-    return n
-
-
-def parse_frames(spec: str, last: float, *, bare_count: bool = False, default_step: float = 1.0) -> np.ndarray:
-    """``--frames`` as typed → (F,) float64 motion frames, 1 <= F <= MAX_FRAMES, finite, >= 0.
-
-    Grammar (the same in every subcommand): ``A:B[:STEP]`` with B inclusive (empty A = 0, empty
-    B = ``last``, no STEP = ``default_step``), ``A+N`` = N frames from A ``default_step`` apart
-    (``+N`` from 0), ``N`` = the single frame N — except with ``bare_count`` (``bench``, where one
-    frame measures nothing) where ``N`` means ``+N``. ``render`` passes ``default_step`` = 30/fps
-    so a video plays the motion in real time. Raises OptionError('--frames', ...) naming the text.
-    """
-    spec = spec.strip()
-    count_form = None if ":" in spec else re.fullmatch(r"(\d*\.?\d*)\+(.*)", spec)
-    step = default_step
-    if count_form or (bare_count and ":" not in spec):
-        a_text, n_text = count_form.groups() if count_form else ("", spec)
-        a = _number(a_text, spec, "the start") if a_text else 0.0
-        b = a + (_frame_count(n_text, spec) - 1) * step
-    else:
-        parts = spec.split(":")
-        if len(parts) > 3:
-            raise OptionError("--frames", f"'{spec}' is not A:B[:STEP], A+N or N")
-        a = _number(parts[0], spec, "the start") if parts[0] else 0.0
-        if len(parts) == 1:
-            b = a
-        else:
-            b = _number(parts[1], spec, "the end") if parts[1] else float(last)
-        step = _number(parts[2], spec, "the step") if len(parts) > 2 and parts[2] else step
-    if a < 0:
-        raise OptionError("--frames", f"'{spec}': frames start at 0")
-    if step <= 0:
-        raise OptionError("--frames", f"'{spec}': the step must be > 0")
-    if b < a:
-        raise OptionError("--frames", f"'{spec}': the end {b:g} is before the start {a:g}")
-    count = math.floor((b - a) / step + 1e-9) + 1
-    if count > MAX_FRAMES:
-        raise OptionError("--frames", f"'{spec}' selects {count:,} frames; at most {MAX_FRAMES:,} at once")
-    return a + np.arange(count) * step
 
 
 #: Most warnings of one loaded file shown; the rest are counted.

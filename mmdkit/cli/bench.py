@@ -13,8 +13,8 @@ import time
 import click
 import numpy as np
 
-from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as,
-                                parse_frames, report_binding)
+from mmdkit.animation.frames import parse_frames
+from mmdkit.cli._common import FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, report_binding
 
 
 def _time_frames(ch, frame_list, skinning: bool, pos, nrm):

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import click
 
-from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, parse_frames,
-                                report_binding, show_progress, warn)
+from mmdkit.animation.frames import parse_frames
+from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, report_binding,
+                                show_progress, warn)
 from mmdkit.cli._output import check_output, writing
 
 
@@ -47,12 +48,13 @@ def command(model_path, motion_path, output, frames, fps, physics, camera_path, 
       mmdkit export Gene.pmx wavefile_v2.vmd -o data.npz --joints humanoid --fps 60
     """
     from mmdkit import Model, Motion, Pose
-    from mmdkit.export import check_fps, check_options, export
+    from mmdkit.animation.frames import check_fps
+    from mmdkit.export import check_options, export
 
     # an unknown extension or an option the format does not take is refused before loading anything
     check_options(output, "-o", flag_prefix="--", camera=camera_path, joints=joints, scale=scale, vertices=vertices,
                   reduce=reduce_tol)
-    fps = check_fps(fps)
+    fps = check_fps(fps, "--fps")
     check_output(output, (model_path, motion_path, camera_path))
     with compile_note(quiet):
         model = load_as(model_path, Model, "model (.pmx/.pmd)")

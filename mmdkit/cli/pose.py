@@ -13,9 +13,9 @@ import os
 import click
 import numpy as np
 
+from mmdkit.animation.frames import parse_frames
 from mmdkit.cli._common import (CLIP_HELP, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options,
-                                compile_note, load_model_motion, parse_frames, report_binding, save_npz_atomic,
-                                show_progress)
+                                compile_note, load_model_motion, report_binding, save_npz_atomic, show_progress)
 from mmdkit.cli._output import check_output, writing
 from mmdkit.errors import OptionError
 

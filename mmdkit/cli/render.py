@@ -10,9 +10,9 @@ import math
 
 import click
 
+from mmdkit.animation.frames import parse_frames
 from mmdkit.cli._common import (CLIP_HELP, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options,
-                                compile_note, load_as, load_model_motion, parse_frames, report_binding, show_progress,
-                                warn)
+                                compile_note, load_as, load_model_motion, report_binding, show_progress, warn)
 from mmdkit.cli._output import check_output, writing
 from mmdkit.errors import OptionError
 from mmdkit.render.video import SUPPORTED

@@ -14,7 +14,8 @@ import importlib
 import os
 
 from mmdkit.errors import OptionError
-from mmdkit.export.bake import BakedMotion, bake, check_fps, output_frames
+from mmdkit.animation.frames import check_fps
+from mmdkit.export.bake import BakedMotion, bake, output_frames
 
 WRITERS = {".npz": "mmdkit.export.npz", ".bvh": "mmdkit.export.bvh", ".vmd": "mmdkit.export.vmd",
            ".glb": "mmdkit.export.gltf", ".gltf": "mmdkit.export.gltf"}

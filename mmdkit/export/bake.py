@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from mmdkit.animation.frames import MOTION_FPS, check_fps, check_frames
+from mmdkit.animation.frames import output_frames as frame_range
 from mmdkit.animation.motion import Motion
-from mmdkit.errors import OptionError
+from mmdkit.errors import check_number  # noqa: F401  (export/gltf imports it from here)
 from mmdkit.mathutil import qfrom_matrix3_scalar, qmul_scalar, qrot_scalar
 
-MOTION_FPS = 30.0
-"""Frames per second of motion (VMD) frames."""
 MAX_PHYSICS_STEP = 1.0
 """With physics, output frames further apart than this many motion frames get in-between frames
 simulated (not recorded) so the world steps at ≥ 30 Hz instead of resetting on every jump."""
@@ -59,43 +59,11 @@ class BakedMotion:
 
 
 def output_frames(motion, fps: float = MOTION_FPS, start: float = 0.0, end: float | None = None) -> np.ndarray:
-    """(F,) float64 motion frames of output frames i = 0.. at ``fps``: start + i·30/fps up to ``end``
-    (default: the motion's last key frame; 0 for a pose or no motion), inclusive."""
-    fps = check_fps(fps)
+    """(F,) float64 motion frames of output frames at ``fps`` from ``start`` to ``end`` (default: the
+    motion's last key frame; 0 for a pose or no motion), inclusive (``animation.frames.output_frames``)."""
     if end is None:
         end = float(motion.last_frame) if isinstance(motion, Motion) else 0.0
-    if end < start:
-        raise OptionError("frames", f"the end {end:g} is before the start {start:g}")
-    step = MOTION_FPS / fps
-    count = math.floor((end - start) / step + 1e-9) + 1
-    return start + np.arange(count) * step
-
-
-def check_number(value, option: str, *, default=None, zero_ok: bool = False) -> float:
-    """``value`` (None → ``default``) as a float, or OptionError(option) unless finite and > 0
-    (>= 0 with ``zero_ok``). The one check of the numeric export options (fps, scale, reduce)."""
-    v = default if value is None else value
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        raise OptionError(option, f"{value!r} is not a number") from None
-    if not (math.isfinite(v) and (v >= 0 if zero_ok else v > 0)):
-        raise OptionError(option, f"must be a finite number {'>=' if zero_ok else '>'} 0, not {v:g}")
-    return v
-
-
-def check_fps(fps) -> float:
-    """``fps`` as a float, or OptionError('fps') unless finite and > 0."""
-    return check_number(fps, "fps")
-
-
-def _checked_frames(frames) -> np.ndarray:
-    f = np.asarray(frames, np.float64).reshape(-1)
-    if len(f) == 0:
-        raise OptionError("frames", "selects no frames")
-    if not np.isfinite(f).all() or (f < 0).any():
-        raise OptionError("frames", "frames must be finite and >= 0")
-    return f
+    return frame_range(start, end, fps)
 
 
 def _simulated_frames(frames: np.ndarray, physics_on: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -185,7 +153,7 @@ def bake(model, motion=None, frames=None, *, fps: float = MOTION_FPS, physics=Tr
     from mmdkit.runtime import Character
 
     fps = check_fps(fps)
-    frames = output_frames(motion, fps) if frames is None else _checked_frames(frames)
+    frames = output_frames(motion, fps) if frames is None else check_frames(frames)
     world = _physics_world(model, physics)
     F, B = len(frames), model.num_bones
     if world is None and on_frame is None:  # nothing needs history: the parallel batch poser

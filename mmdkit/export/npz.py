@@ -14,8 +14,7 @@ import zipfile
 
 import numpy as np
 
-from mmdkit.errors import OptionError
-from mmdkit.export.bake import check_number
+from mmdkit.errors import OptionError, check_number
 from mmdkit.export.humanoid import joint_pose, joint_set
 from mmdkit.fileutil import atomic_path
 

@@ -24,8 +24,7 @@ from mmdkit.animation.build import build_motion
 from mmdkit.animation.builder import MotionBuilder
 from mmdkit.animation.curves import interpolation_block
 from mmdkit.animation.motion import Motion, Pose
-from mmdkit.errors import OptionError
-from mmdkit.export.bake import check_number
+from mmdkit.errors import OptionError, check_number
 from mmdkit.fileutil import atomic_path
 from mmdkit.mathutil import qmul_scalar, qslerp_scalar
 from mmdkit.pose.fk import update_local

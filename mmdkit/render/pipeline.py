@@ -3,7 +3,7 @@
 In: Model, Motion, optional camera Motion, frames, size/fps/msaa, physics on/off, crowd size.
 Out: a video, a picture or PNG frames (atomic, see ``video``), plus stats (frames, seconds, fps,
 warnings). Output fps is real time: by default the motion (30 frames a second) is sampled at
-``sample_frames(0, last, fps)``, fractional frames included.
+``animation.frames.output_frames(0, last, fps)``, fractional frames included.
 Posing frame n+1 overlaps drawing frame n, and encoding overlaps both, so the renderer never
 waits on Python for long. A crowd draws N characters of one Model with instancing; each has
 its own Character (and physics world) and a motion offset; material morphs are those of the
@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from mmdkit.animation.camera import sample_camera, sample_light, sample_shadow
+from mmdkit.animation.frames import output_frames
 from mmdkit.errors import OptionError
 from mmdkit.physics import physics_for
 from mmdkit.runtime import FPS, Character, play
@@ -26,21 +27,6 @@ from mmdkit.render.camera import auto_view, mmd_view, perspective
 from mmdkit.render.gl import Renderer
 from mmdkit.render.materials import MaterialValues
 from mmdkit.render.video import open_writer
-
-
-MAX_FRAMES = 10_000_000  # about 3.8 days of video at 30 fps
-
-
-def sample_frames(start: float, end: float, fps: float) -> np.ndarray:
-    """(F,) float64 motion frames start + i·30/fps for i = 0, 1, … up to ``end`` (inclusive): a
-    video at ``fps`` made of them plays the motion in real time."""
-    if not (math.isfinite(fps) and fps > 0):
-        raise OptionError("fps", f"must be a number > 0, got {fps}")
-    step = FPS / fps
-    count = int(math.floor((end - start) / step + 1e-9)) + 1
-    if count > MAX_FRAMES:
-        raise OptionError("frames", f"{start:g}..{end:g} at {fps:g} fps is {count} frames, more than {MAX_FRAMES}")
-    return start + np.arange(count) * step
 
 
 def crowd_offsets(n: int, spacing: float) -> np.ndarray:
@@ -133,12 +119,12 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
                   crowd_frame_offset: float = 7.0, audio: str | None = None, progress: bool = True,
                   palette_size: int | None = None, ground_shadow: bool = True, self_shadow: bool = False,
                   warn=print) -> dict:
-    """Render ``frames`` (motion frames, fractional allowed; default ``sample_frames(0, last,
+    """Render ``frames`` (motion frames, fractional allowed; default ``output_frames(0, last,
     fps)``) into ``output`` (a video, a .png for one frame, or a folder: see ``video``), with
     ``audio`` from the first frame's time (frame / 30 s) on. Returns stats (frames, seconds,
     fps, warnings, output)."""
     if frames is None:
-        frames = sample_frames(0.0, max(motion.last_frame if motion is not None else 0, 1), fps)
+        frames = output_frames(0.0, max(motion.last_frame if motion is not None else 0, 1), fps)
     frames = np.asarray(list(frames), np.float64)
     if len(frames) == 0:
         raise OptionError("frames", "no frames to render")
