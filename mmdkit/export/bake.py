@@ -3,8 +3,9 @@
 In: ``Model``, ``Motion`` (VMD; a VPD ``Pose`` or None = one still pose), output frames (motion
 frames, fractional allowed) or an output ``fps``, physics on/off (or a world). Out: ``BakedMotion``
 — bone world matrices and rotations, MMD-local bone translations/rotations (what a VMD key holds,
-IK/append/physics included), morph weights. Physics starts with the runtime's settle on the first
-frame (``MMDPhysics.reset``: bodies placed on the pose, then held-still warm-up steps).
+IK/append/physics included), morph weights. Physics runs through ``mmdkit.runtime.Character``, so
+its seek/settle policy is the runtime's (``runtime.simulation.Simulation``: the first frame puts the
+bodies on the pose and settles them ``settle_seconds`` with the pose held).
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ def bake(model, motion=None, frames=None, *, fps: float = MOTION_FPS, physics=Tr
          progress: bool = False, on_frame=None) -> BakedMotion:
     """Run the pipeline over ``frames`` (motion frames in playing order; None: the whole motion at
     ``fps``, from 0) and return a ``BakedMotion``. ``physics``: True/False, or a physics world
-    (``mmdkit.physics.physics_for``) to use; the first frame settles it (reset + warm-up).
+    (``mmdkit.physics.physics_for``) to use; the first frame settles it (``Simulation.settle``).
     ``on_frame(i, character)`` is called after output frame i is posed (e.g. to skin and stream
     its vertices)."""
     from mmdkit.runtime import Character
