@@ -40,12 +40,17 @@ def _task(job, store, threads: int) -> dict:
 def connect(address: str, num_cpus: int | None = None):
     """ray.init for 'local' (a new instance here, no dashboard), 'auto' or an address; returns ray."""
     ray = _ray()
-    if not ray.is_initialized():
+    if ray.is_initialized():
+        return ray
+    try:
         if address == "local":
-            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False, runtime_env=None)
+            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
         else:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        detail = " ".join(str(e).split())[:200]
+        raise UnavailableError(f"--ray {address}: no Ray cluster could be reached ({detail}); start one with "
+                               f"'ray start --head' or use --ray local") from None
     return ray
 
 
