@@ -17,6 +17,9 @@ from mmdkit.animation.builder import MotionBuilder
 from mmdkit.model.builder import ModelBuilder
 
 _FACES = np.array([[0, 1, 2], [0, 2, 3]])
+_MOUTH_CENTER, _MOUTH_HALF = (0, 15.0, -1.16), (0.3, 0.06, 0.02)
+_HAIR_SEGMENTS = (("髪1", "髪2"), ("髪2", "髪3"), ("髪3", "髪先"))
+"""Hair bones with the bone each one's body and box reach to."""
 
 
 def _box(center, half):
@@ -55,14 +58,14 @@ def _quat(axis, deg):
     return (*(ax * math.sin(a)), math.cos(a))
 
 
-def demo_model():
-    """The demo character (about 20 bones, leg IK, 3 physics hair segments, 2 morphs)."""
-    mb = ModelBuilder("デモちゃん", name_en="mmdkit demo", comment="built in code by mmdkit.demo")
-    B = {}
+def _add_bones(mb: ModelBuilder) -> tuple[dict, dict]:
+    """The skeleton with MMD's standard names and leg IK → (name → bone index, name → (3,) float32
+    rest position, model space)."""
+    index, position = {}, {}
 
     def bone(name, pos, parent=None, **kw):
-        B[name] = mb.add_bone(name, pos, -1 if parent is None else B[parent], **kw)
-        return B[name]
+        index[name] = mb.add_bone(name, pos, -1 if parent is None else index[parent], **kw)
+        position[name] = np.asarray(pos, np.float32)  # as the builder stores it
 
     bone("全ての親", (0, 0, 0), translatable=True)
     bone("センター", (0, 8, 0), "全ての親", translatable=True)
@@ -78,14 +81,19 @@ def demo_model():
         bone(f"{side}ひざ", (0.8 * sx, 5.0, 0), f"{side}足")
         bone(f"{side}足首", (0.8 * sx, 1.0, 0), f"{side}ひざ")
         bone(f"{side}足ＩＫ", (0.8 * sx, 1.0, 0), "全ての親", translatable=True)
-        mb.add_ik(B[f"{side}足ＩＫ"], B[f"{side}足首"],
-                  [(B[f"{side}ひざ"], (-math.pi, 0, 0), (-0.0087, 0, 0)), B[f"{side}足"]],
+        mb.add_ik(index[f"{side}足ＩＫ"], index[f"{side}足首"],
+                  [(index[f"{side}ひざ"], (-math.pi, 0, 0), (-0.0087, 0, 0)), index[f"{side}足"]],
                   loop_count=40, limit_angle=2.0)
     bone("髪1", (0, 15.8, 1.3), "頭")
     bone("髪2", (0, 13.6, 1.6), "髪1")
     bone("髪3", (0, 11.4, 1.8), "髪2")
     bone("髪先", (0, 9.6, 1.9), "髪3")
+    return index, position
 
+
+def _add_meshes(mb: ModelBuilder, index: dict, position: dict) -> tuple[int, int]:
+    """Materials and one box per body part, each skinned to one bone → (skin material index, first
+    vertex of the mouth box)."""
     skin = mb.add_material("肌", diffuse=(1.0, 0.86, 0.78, 1), ambient=(0.5, 0.42, 0.38), toon=1,
                            specular=(0.1, 0.1, 0.1), specular_power=10, edge_size=1.0)
     shirt = mb.add_material("服", diffuse=(0.25, 0.55, 0.95, 1), ambient=(0.1, 0.25, 0.45), toon=2)
@@ -99,7 +107,7 @@ def demo_model():
 
     def part(material, center, half, bone_name):
         p, n, uv, t = _box(center, half)
-        return mb.add_mesh(material, p, n, uv, t, [B[bone_name]] * len(p))
+        return mb.add_mesh(material, p, n, uv, t, [index[bone_name]] * len(p))
 
     part(skin, (0, 15.6, 0), (1.25, 1.3, 1.15), "頭")
     part(skin, (0, 13.9, 0), (0.35, 0.45, 0.35), "首")
@@ -107,7 +115,7 @@ def demo_model():
     part(skirt, (0, 8.6, 0), (1.6, 1.1, 1.1), "下半身")
     part(eyes, (0.45, 15.9, -1.16), (0.18, 0.25, 0.02), "頭")
     part(eyes, (-0.45, 15.9, -1.16), (0.18, 0.25, 0.02), "頭")
-    m0 = part(mouth, (0, 15.0, -1.16), (0.3, 0.06, 0.02), "頭")
+    mouth_first = part(mouth, _MOUTH_CENTER, _MOUTH_HALF, "頭")
     for side, sx in (("左", 1.0), ("右", -1.0)):
         part(shirt, (2.45 * sx, 13.2, 0), (1.15, 0.38, 0.38), f"{side}腕")
         part(skin, (4.65 * sx, 13.2, 0), (1.05, 0.32, 0.32), f"{side}ひじ")
@@ -116,34 +124,45 @@ def demo_model():
         part(skin, (0.8 * sx, 3.0, 0), (0.42, 2.0, 0.42), f"{side}ひざ")
         part(shoes, (0.8 * sx, 0.45, -0.3), (0.5, 0.45, 0.8), f"{side}足首")
     part(hair, (0, 16.6, 0.2), (1.4, 0.55, 1.3), "頭")
-    for a, b in (("髪1", "髪2"), ("髪2", "髪3"), ("髪3", "髪先")):
-        pa = np.asarray(mb._bones[B[a]]["position"])
-        pb = np.asarray(mb._bones[B[b]]["position"])
+    for a, b in _HAIR_SEGMENTS:
+        pa, pb = position[a], position[b]
         part(hair, (pa + pb) / 2, (1.0, abs(pa[1] - pb[1]) / 2 + 0.2, 0.25), a)
+    return skin, mouth_first
 
-    # morphs: the mouth opens (vertex morph), a blush (material morph), both in a group
-    mouth_v = np.arange(m0, m0 + 24)
-    mouth_pos = np.asarray(_box((0, 15.0, -1.16), (0.3, 0.06, 0.02))[0])
+
+def _add_morphs(mb: ModelBuilder, skin: int, mouth_first: int) -> None:
+    """The mouth opens (vertex morph), a blush (material morph), both in a group ('歌う')."""
+    mouth_v = np.arange(mouth_first, mouth_first + 24)
+    mouth_pos = np.asarray(_box(_MOUTH_CENTER, _MOUTH_HALF)[0])
     off = np.zeros((24, 3), np.float32)
     off[mouth_pos[:, 1] < 15.0, 1] = -0.5  # the lower lip drops: the mouth opens
     a_morph = mb.add_vertex_morph("あ", mouth_v, off, panel=3)
     blush = mb.add_material_morph("照れ", skin, 1, panel=4, diffuse=(0.25, -0.05, -0.05, 0))
     mb.add_group_morph("歌う", [a_morph, blush], [1.0, 0.4], panel=4)
 
-    # physics: head (static, follows bone) + three dynamic hair bodies on spring joints
-    head = mb.add_rigid_body("頭", B["頭"], M.SHAPE_SPHERE, (1.4, 0, 0), (0, 15.6, 0), mode=M.BODY_STATIC,
+
+def _add_hair_physics(mb: ModelBuilder, index: dict, position: dict) -> None:
+    """Head (static, follows its bone) + three dynamic hair bodies on spring joints."""
+    head = mb.add_rigid_body("頭", index["頭"], M.SHAPE_SPHERE, (1.4, 0, 0), (0, 15.6, 0), mode=M.BODY_STATIC,
                              group=0, collide_mask=0xFFFF)
     prev = head
-    for name in ("髪1", "髪2", "髪3"):
-        i = B[name]
-        p = np.asarray(mb._bones[i]["position"])
-        q = np.asarray(mb._bones[i + 1]["position"])
-        body = mb.add_rigid_body(name, i, M.SHAPE_CAPSULE, (0.35, np.linalg.norm(q - p), 0), (p + q) / 2,
+    for name, tip in _HAIR_SEGMENTS:
+        p, q = position[name], position[tip]
+        body = mb.add_rigid_body(name, index[name], M.SHAPE_CAPSULE, (0.35, np.linalg.norm(q - p), 0), (p + q) / 2,
                                  mass=0.5, mode=M.BODY_DYNAMIC, group=2, collide_mask=0xFFFF & ~(1 << 2),
                                  linear_damping=0.6, angular_damping=0.8)
         mb.add_joint(f"{name}J", prev, body, p, rotation_lower=(-0.6, -0.3, -0.3),
                      rotation_upper=(0.6, 0.3, 0.3), spring_rotation=(30, 30, 30))
         prev = body
+
+
+def demo_model():
+    """The demo character (about 20 bones, leg IK, 3 physics hair segments, 2 morphs)."""
+    mb = ModelBuilder("デモちゃん", name_en="mmdkit demo", comment="built in code by mmdkit.demo")
+    index, position = _add_bones(mb)
+    skin, mouth_first = _add_meshes(mb, index, position)
+    _add_morphs(mb, skin, mouth_first)
+    _add_hair_physics(mb, index, position)
     return mb.build()
 
 
