@@ -11,6 +11,7 @@ from PIL import Image
 
 import mmdkit
 from mmdkit.demo import demo_model, demo_motion
+from mmdkit.errors import FormatError
 from mmdkit.model.builder import ModelBuilder
 from mmdkit.runtime import Character
 from mmdkit.render.camera import mmd_view, perspective
@@ -185,7 +186,7 @@ def test_texture_paths_stay_inside_model_folder(tmp_path):
     assert resolve_texture(str(tmp_path), "tex\\face.png").endswith("Face.PNG")
     assert resolve_texture(str(tmp_path), "missing.png") is None
     for bad in ("../secret.png", "/etc/passwd", "tex/../../x.png", "C:\\x.png"):
-        with pytest.raises(ValueError):
+        with pytest.raises(FormatError, match="leaves the model folder"):
             resolve_texture(str(tmp_path), bad)
 
 
@@ -419,7 +420,7 @@ def test_texture_lookup_refuses_links_out_before_looking_inside(tmp_path):
     (model_dir / "out").symlink_to(outside, target_is_directory=True)
     (model_dir / "in").symlink_to(model_dir / "tex", target_is_directory=True)
     for stored in ("out\\secret.png", "out\\nothing.png", "OUT/sub/x.png"):
-        with pytest.raises(ValueError, match="leaves the model folder"):
+        with pytest.raises(FormatError, match="leaves the model folder"):
             resolve_texture(str(model_dir), stored)
     assert resolve_texture(str(model_dir), "in\\A.png").endswith("a.png")  # a link that stays inside
 

@@ -16,6 +16,7 @@ import shutil
 
 import numpy as np
 
+from mmdkit.errors import FormatError
 from mmdkit.model import model as M
 
 _MORPH_KIND_NAMES = {M.MORPH_GROUP: "group", M.MORPH_BONE: "bone", M.MORPH_UV: "UV", M.MORPH_UV1: "additional-UV",
@@ -103,7 +104,7 @@ def carry_textures(model, src: str, dst: str) -> tuple[int, list[str]]:
     for stored in dict.fromkeys(n for n in _texture_names(model) if n not in embedded):
         try:
             found = resolve_texture(src_dir, stored)
-        except ValueError as e:
+        except FormatError as e:  # leaves the model folder
             notes.append(f"{e}; not copied")
             continue
         if found is None:

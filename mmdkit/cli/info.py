@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from mmdkit.errors import FormatError
+
 
 def describe(obj) -> dict:
     """The ``info --json`` object for a loaded Model, Motion or Pose."""
@@ -71,7 +73,7 @@ def missing_textures(model) -> list[str]:
             continue
         try:
             found = resolve_texture(folder, stored)
-        except ValueError:  # leaves the model folder: the renderer refuses it too
+        except FormatError:  # leaves the model folder: the renderer refuses it too
             found = None
         if found is None:
             missing.append(stored)

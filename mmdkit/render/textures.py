@@ -14,11 +14,13 @@ import os
 
 import numpy as np
 
+from mmdkit.errors import FormatError
+
 
 def resolve_texture(folder: str, stored: str) -> str | None:
     """The real path of ``stored`` inside ``folder`` (case-insensitive), or None.
 
-    Raises ValueError when the path points outside the folder — checked at every step, so a
+    Raises FormatError when the path points outside the folder — checked at every step, so a
     link out of the folder is refused before anything behind it is listed.
     """
     rel = stored.replace("\\", "/").strip()
@@ -26,7 +28,7 @@ def resolve_texture(folder: str, stored: str) -> str | None:
         return None
     parts = [p for p in rel.split("/") if p not in ("", ".")]
     if rel.startswith("/") or (len(rel) > 1 and rel[1] == ":") or ".." in parts:
-        raise ValueError(f"texture path '{stored}' leaves the model folder")
+        raise FormatError(f"texture path '{stored}' leaves the model folder")
     root = os.path.realpath(folder)
     cur = root
     for part in parts:
@@ -40,7 +42,7 @@ def resolve_texture(folder: str, stored: str) -> str | None:
             return None
         cur = os.path.realpath(os.path.join(cur, match))
         if not cur.startswith(root + os.sep):
-            raise ValueError(f"texture path '{stored}' leaves the model folder (via a link)")
+            raise FormatError(f"texture path '{stored}' leaves the model folder (via a link)")
     return cur if os.path.isfile(cur) else None
 
 
@@ -90,7 +92,7 @@ class TextureCache:
                     self.missing.append(name)
             else:
                 tex = self._load(path, clamp)
-        except ValueError as e:
+        except FormatError as e:  # refused: leaves the model folder
             self.problems.append(str(e))
         except Exception as e:  # unreadable image: warn, draw without
             self.problems.append(f"texture '{name}' could not be read ({e}); drawn without")
