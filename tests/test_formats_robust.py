@@ -79,7 +79,7 @@ def test_vpd_unterminated_blocks_fail_fast():
 
 def test_pmx_soft_body_iterations_are_capped_with_a_warning():
     from mmdkit.formats.pmx import SoftBodyRecord
-    from mmdkit.formats.pmx.physics import SOFT_BODY_MAX_ITERATIONS
+    from mmdkit.model.model import SOFT_BODY_MAX_ITERATIONS
 
     mb = ModelBuilder("soft")
     b = mb.add_bone("root", (0, 0, 0))

@@ -54,6 +54,11 @@ MORPH_MATERIAL, MORPH_FLIP, MORPH_IMPULSE = 8, 9, 10
 SHAPE_SPHERE, SHAPE_BOX, SHAPE_CAPSULE = 0, 1, 2
 BODY_STATIC, BODY_DYNAMIC, BODY_DYNAMIC_BONE = 0, 1, 2
 
+SOFT_BODY_MAX_ITERATIONS = 64
+"""Solver iterations per pass (velocity, position, drift, cluster) a soft body may ask for: the
+PMX 2.1 fields are int32 and 2**31 - 1 would hang the first step. PMX Editor's defaults are
+0/1/0/4; Bullet's demos use <= 20. The PMX reader and physics clamp larger values (with a warning)."""
+
 
 @dataclass(frozen=True, eq=False)
 class Model:

@@ -15,6 +15,7 @@ import numpy as np
 
 from mmdkit.formats.binary import join_records, record, record_bytes
 from mmdkit.formats.pmx.common import PmxReader, PmxWriter, index_dtypes
+from mmdkit.model.model import SOFT_BODY_MAX_ITERATIONS
 
 # after the two names; Model fields are "rigid_body_" + name
 RIGID_FIELDS = [("bone", "bone", 1), ("group", "B", 1), ("collide_mask", "H", 1), ("shape", "B", 1),
@@ -57,9 +58,6 @@ SOFT_FIELDS = [("shape", "B", 1), ("material", "material", 1), ("group", "B", 1)
                ("flags", "B", 1), ("b_link_distance", "i", 1), ("cluster_count", "i", 1), ("total_mass", "f", 1),
                ("collision_margin", "f", 1), ("aero_model", "i", 1), ("config", "f", 12), ("cluster", "f", 6),
                ("iteration", "i", 4), ("material_coef", "f", 3)]
-
-
-SOFT_BODY_MAX_ITERATIONS = 256  # per solver pass; 2**31 - 1 would hang the first physics step
 
 
 def _cap_iterations(values: dict, capped: list) -> None:
