@@ -10,7 +10,7 @@ import pytest
 import mmdkit
 from mmdkit.errors import BuildError
 from mmdkit.model import model as M
-from mmdkit.skinning.cpu import CpuSkinner, skin_serial
+from mmdkit.skinning.cpu import CpuSkinner
 from mmdkit.skinning.palette import build_palette_batches, vertex_bone_sets
 from mmdkit.skinning.reference import random_rigid
 
@@ -57,15 +57,15 @@ def skin_through_batches(sk, pb, S):
     bone = pb.vertex_palette_index.copy()
     sd = sk.vertex_deform[vs] == M.DEFORM_SDEF
     bone[sd, 2] = sk.vertex_bone[vs[sd], 2]  # SDEF table row rides in slot 2
-    bone = bone.astype(np.int32)
     pm = pb.palette_matrices(S)
     p = np.full((pb.num_vertices, 3), np.nan, np.float32)
     n = np.full((pb.num_vertices, 3), np.nan, np.float32)
     for b in range(pb.num_batches):
         r = slice(pb.batch_vertex_start[b], pb.batch_vertex_start[b + 1])
-        skin_serial(pm[b], sk.vertex_deform[vs[r]], bone[r], sk.vertex_weight[vs[r]],
-                    sk.bind_position[vs[r]], sk.bind_normal[vs[r]], sk.sdef_c, sk.sdef_cr0, sk.sdef_cr1,
-                    np.zeros((1, 3), np.float32), False, p[r], n[r])
+        part = CpuSkinner.from_tables(pm.shape[1], sk.vertex_deform[vs[r]], bone[r], sk.vertex_weight[vs[r]],
+                                      sk.bind_position[vs[r]], sk.bind_normal[vs[r]],
+                                      (sk.sdef_c, sk.sdef_cr0, sk.sdef_cr1), parallel=False)
+        part.skin(pm[b], None, p[r], n[r])
     return p, n
 
 
