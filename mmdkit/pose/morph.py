@@ -80,11 +80,23 @@ def apply_bone_morphs(weight, start, bone, translation, rotation, anim_t, anim_q
                 anim_q[b, c] = q[c]
 
 
+@njit(inline="always", **_NB)
+def _same_weights(weight, prev_weight):
+    """True when weight (N,) equals prev_weight (N,) float64 exactly (the sums need no update)."""
+    for m in range(weight.shape[0]):
+        if weight[m] != prev_weight[m]:
+            return False
+    return True
+
+
 @njit(**_NB)
 def apply_offset_morphs(weight, prev_weight, start, vertex, offset, out):
     """out (V, C) float32 += w·offset for active morphs; rows of morphs active last frame are
     cleared first (so out holds exactly this frame's sum). weight, prev_weight (N,) float64
-    (prev_weight updated); start (N+1,) CSR into vertex (R,) and offset (R, C) float32."""
+    (prev_weight updated); start (N+1,) CSR into vertex (R,) and offset (R, C) float32. Weights
+    as last frame's: out is already this frame's sum, nothing is touched."""
+    if _same_weights(weight, prev_weight):
+        return
     for m in range(weight.shape[0]):
         if prev_weight[m] != 0.0:
             for r in range(start[m], start[m + 1]):
@@ -105,7 +117,10 @@ def apply_uv_morphs(weight, prev_weight, kind, start, vertex, offset, out_uv, ou
     """UV morphs: kind 3 → out_uv (V,4) float32; kinds 4..7 → out_add[:, kind-4] (V,A,4) float32.
 
     weight, prev_weight (N,) float64 (prev_weight updated); kind (N,) int64; start (N+1,) CSR
-    into vertex (R,) and offset (R,4) float32. Rows of last frame's morphs are cleared first."""
+    into vertex (R,) and offset (R,4) float32. Rows of last frame's morphs are cleared first;
+    weights as last frame's leave everything as it is."""
+    if _same_weights(weight, prev_weight):
+        return
     for m in range(weight.shape[0]):
         if prev_weight[m] != 0.0:
             ch = kind[m] - 3
