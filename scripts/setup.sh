@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(libbullet-dev libassimp-dev pkg-config cmake g++ libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri nodejs)
+APT_PACKAGES=(libbullet-dev libassimp-dev assimp-utils pkg-config cmake g++ libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri nodejs)
 # npm: Debian's package, unless an npm is there already (NodeSource's nodejs bundles one and
 # conflicts with Debian's npm)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
