@@ -25,9 +25,9 @@ from mmdkit.formats.gltf.animation import clip_node_local, clip_node_trs, clip_t
 from mmdkit.formats.gltf.asset import (GltfAnimation, GltfAsset, GltfChannel, GltfImage, GltfMaterial,
                                        GltfMesh, GltfPrimitive, GltfSkin)
 from mmdkit.formats.gltf.reader import load_gltf, read_gltf
-from mmdkit.formats.gltf.scene import quat_matrices, trs_matrices, world_matrices
+from mmdkit.formats.gltf.scene import trs_matrices, world_matrices
 
 __all__ = ["read_gltf", "load_gltf", "sample_channel", "clip_node_trs", "clip_node_local",
-           "clip_target_weights", "trs_matrices", "world_matrices", "quat_matrices",
+           "clip_target_weights", "trs_matrices", "world_matrices",
            "GltfAsset", "GltfMesh", "GltfPrimitive", "GltfSkin", "GltfMaterial", "GltfImage",
            "GltfAnimation", "GltfChannel"]

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from mmdkit.animation.rotation import slerp_rows
 from mmdkit.formats.gltf.accessor import Accessors
 from mmdkit.formats.gltf.asset import GltfAnimation, GltfAsset, GltfChannel
 from mmdkit.formats.gltf.jsonpath import Obj
@@ -68,20 +69,6 @@ def read_animation(a: Obj, acc: Accessors, node_targets: np.ndarray, warnings: l
     return GltfAnimation(name=a.str("name", ""), channels=tuple(channels), duration=duration)
 
 
-def _slerp(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Row-wise slerp (T, 4) × (T, 4) by s (T,), shortest path, unit result (float64)."""
-    d = np.einsum("ij,ij->i", a, b)
-    b = np.where(d[:, None] < 0, -b, b)
-    d = np.minimum(np.abs(d), 1.0)
-    th = np.arccos(d)
-    sin = np.sin(th)
-    near = sin < 1e-6
-    k0 = np.where(near, 1 - s, np.sin((1 - s) * th) / np.where(near, 1.0, sin))
-    k1 = np.where(near, s, np.sin(s * th) / np.where(near, 1.0, sin))
-    q = k0[:, None] * a + k1[:, None] * b
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
-
-
 def sample_channel(channel: GltfChannel, times) -> np.ndarray:
     """Values of ``channel`` at ``times`` (T,) seconds → (T, n) float64 (rotations unit x y z w)."""
     times = np.atleast_1d(np.asarray(times, np.float64))
@@ -105,7 +92,7 @@ def sample_channel(channel: GltfChannel, times) -> np.ndarray:
         if channel.path == "rotation":
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-30)
     elif channel.path == "rotation":
-        out = _slerp(v0, v1, s)
+        out = slerp_rows(v0, v1, s)
     else:
         out = v0 + s[:, None] * (v1 - v0)
     # a time on a key gives that key's stored value exactly

@@ -10,19 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from mmdkit.animation.rotation import quat_matrices
 from mmdkit.formats.gltf.jsonpath import Obj
 from mmdkit.mathutil import qfrom_matrix3_scalar
-
-
-def quat_matrices(q: np.ndarray) -> np.ndarray:
-    """(…, 4) quaternions (x, y, z, w), normalised here → (…, 3, 3) float64 rotations."""
-    q = np.asarray(q, np.float64)
-    q = q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), 1e-30)
-    x, y, z, w = np.moveaxis(q, -1, 0)
-    return np.stack([
-        1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
-        2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
-        2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1).reshape(q.shape[:-1] + (3, 3))
 
 
 def trs_matrices(translation, rotation, scale) -> np.ndarray:
