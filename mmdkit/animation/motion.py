@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from mmdkit.model.model import freeze  # noqa: F401  (re-exported for the readers)
+from mmdkit.model.model import count_of, freeze  # noqa: F401  (freeze: re-exported for the readers)
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,29 +80,12 @@ class Motion:
     source_extras: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
 
-    @property
-    def num_bone_keys(self) -> int:
-        return 0 if self.bone_key_frame is None else len(self.bone_key_frame)
-
-    @property
-    def num_morph_keys(self) -> int:
-        return 0 if self.morph_key_frame is None else len(self.morph_key_frame)
-
-    @property
-    def num_camera_keys(self) -> int:
-        return 0 if self.camera_key_frame is None else len(self.camera_key_frame)
-
-    @property
-    def num_light_keys(self) -> int:
-        return 0 if self.light_key_frame is None else len(self.light_key_frame)
-
-    @property
-    def num_shadow_keys(self) -> int:
-        return 0 if self.shadow_key_frame is None else len(self.shadow_key_frame)
-
-    @property
-    def num_property_keys(self) -> int:
-        return 0 if self.property_key_frame is None else len(self.property_key_frame)
+    num_bone_keys = count_of("bone_key_frame")
+    num_morph_keys = count_of("morph_key_frame")
+    num_camera_keys = count_of("camera_key_frame")
+    num_light_keys = count_of("light_key_frame")
+    num_shadow_keys = count_of("shadow_key_frame")
+    num_property_keys = count_of("property_key_frame")
 
     @property
     def has_camera(self) -> bool:
@@ -132,6 +115,4 @@ class Pose:
     source_extras: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
 
-    @property
-    def num_bones(self) -> int:
-        return len(self.bone_name)
+    num_bones = count_of("bone_name")

@@ -60,6 +60,16 @@ PMX 2.1 fields are int32 and 2**31 - 1 would hang the first step. PMX Editor's d
 0/1/0/4; Bullet's demos use <= 20. The PMX reader and physics clamp larger values (with a warning)."""
 
 
+def count_of(field_name: str) -> property:
+    """A read-only property: how many rows the field ``field_name`` has (0 when it is None)."""
+
+    def count(self) -> int:
+        value = getattr(self, field_name)
+        return 0 if value is None else len(value)
+
+    return property(count, doc=f"Rows of ``{field_name}`` (0 when absent).")
+
+
 @dataclass(frozen=True, eq=False)
 class Model:
     """One MMD character (PMX or PMD), immutable, structure of arrays.
@@ -229,37 +239,14 @@ class Model:
     warnings: tuple[str, ...] = ()  # what was recovered while reading
 
     # --- counts ---------------------------------------------------------------------
-    @property
-    def num_vertices(self) -> int:
-        return 0 if self.vertex_position is None else len(self.vertex_position)
-
-    @property
-    def num_faces(self) -> int:
-        return 0 if self.face_vertex_index is None else len(self.face_vertex_index)
-
-    @property
-    def num_materials(self) -> int:
-        return len(self.material_name)
-
-    @property
-    def num_bones(self) -> int:
-        return len(self.bone_name)
-
-    @property
-    def num_morphs(self) -> int:
-        return len(self.morph_name)
-
-    @property
-    def num_rigid_bodies(self) -> int:
-        return len(self.rigid_body_name)
-
-    @property
-    def num_joints(self) -> int:
-        return len(self.joint_name)
-
-    @property
-    def num_soft_bodies(self) -> int:
-        return len(self.soft_bodies)
+    num_vertices = count_of("vertex_position")
+    num_faces = count_of("face_vertex_index")
+    num_materials = count_of("material_name")
+    num_bones = count_of("bone_name")
+    num_morphs = count_of("morph_name")
+    num_rigid_bodies = count_of("rigid_body_name")
+    num_joints = count_of("joint_name")
+    num_soft_bodies = count_of("soft_bodies")
 
     def bone_index(self, name: str) -> int:
         """Index of the bone called ``name`` (first match), or -1."""
