@@ -116,9 +116,9 @@ def _refresh(start, stop, bones, parent, position, local_t, local_q, world_p, wo
 
 
 @njit(inline="always", **_NB)
-def _step_link(li, j, unit, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mode,
-               ik_link_lower, ik_link_upper, ik_q, local_q, world_p, world_q):
-    """One CCD step on link j (index li in its chain). Returns False when the link stays put."""
+def _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mode, ik_link_lower,
+               ik_link_upper, ik_link_cap, ik_q, local_q, world_p, world_q):
+    """One CCD step on link j. Returns False when the link stays put."""
     link = ik_link_bone[j]
     mode = ik_link_mode[j]
     lx, ly, lz = world_p[link, 0], world_p[link, 1], world_p[link, 2]
@@ -143,9 +143,8 @@ def _step_link(li, j, unit, use_axis, gx, gy, gz, target, parent, ik_link_bone, 
         ax, ay, az = _unit(v[0], v[1], v[2])
     # angle = min(acos(t·g), cap); its half-angle sine/cosine without acos when not capped
     d = min(1.0, max(-1.0, tx * ix + ty * iy + tz * iz))
-    cap = unit * (li + 1)
-    if cap < math.pi and d < math.cos(cap):
-        sh, ch = math.sin(0.5 * cap), math.cos(0.5 * cap)
+    if d < ik_link_cap[j, 0]:  # the cap's cosine, sine and cosine of its half (Rig.ik_link_cap)
+        sh, ch = ik_link_cap[j, 1], ik_link_cap[j, 2]
     else:
         sh, ch = math.sqrt(0.5 * (1.0 - d)), math.sqrt(0.5 * (1.0 + d))
     ox, oy, oz, ow = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
@@ -177,7 +176,7 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
     bone below the chain (appends included: a bone appended from a link sees its IK turn)."""
     _, _, parent, position, flags, append_parent, append_ratio, fixed_axis, _ = bone_in
     (ik_target, ik_loop, ik_limit, ik_link_start, ik_link_bone, ik_link_mode, ik_link_lower,
-     ik_link_upper, ik_link_path, ik_path_start, ik_path_bone, ik_after_start, ik_after_bone) = ik_in
+     ik_link_upper, ik_link_cap, ik_link_path, ik_path_start, ik_path_bone, ik_after_start, ik_after_bone) = ik_in
     anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q = bone_state_inout
     target = ik_target[k]
     l0, l1 = ik_link_start[k], ik_link_start[k + 1]
@@ -193,7 +192,6 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
         put4(ik_q, link, 0.0, 0.0, 0.0, 1.0)
     _refresh(p0, p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
     loops = ik_loop[k]
-    unit = ik_limit[k]
     for it in range(loops):
         d2 = (world_p[target, 0] - gx) ** 2 + (world_p[target, 1] - gy) ** 2 + (world_p[target, 2] - gz) ** 2
         if d2 < _REACHED:
@@ -203,8 +201,8 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
         for j in range(l0, l1):
             if ik_link_mode[j] == _FIXED:
                 continue
-            if _step_link(j - l0, j, unit, use_axis, gx, gy, gz, target, parent, ik_link_bone,
-                          ik_link_mode, ik_link_lower, ik_link_upper, ik_q, local_q, world_p, world_q):
+            if _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mode, ik_link_lower,
+                          ik_link_upper, ik_link_cap, ik_q, local_q, world_p, world_q):
                 moved = True
                 _refresh(ik_link_path[j], p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
         if not moved:

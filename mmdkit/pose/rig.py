@@ -9,6 +9,7 @@ before its child (real PMDs list some children first).
 
 from __future__ import annotations
 
+import math
 import weakref
 from dataclasses import dataclass
 from functools import cached_property
@@ -97,7 +98,7 @@ def _flatten_groups(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 IK_FIELDS = ("ik_target", "ik_loop", "ik_limit", "ik_link_start", "ik_link_bone", "ik_link_mode",
-             "ik_link_lower", "ik_link_upper", "ik_link_path", "ik_path_start", "ik_path_bone",
+             "ik_link_lower", "ik_link_upper", "ik_link_cap", "ik_link_path", "ik_path_start", "ik_path_bone",
              "ik_after_start", "ik_after_bone")
 """The IK section of a Rig in the order of ``Rig.ik_in`` (unpacked by ``bones.solve_bones``)."""
 
@@ -141,6 +142,7 @@ class Rig:
     ik_link_mode: np.ndarray  # (L,) int32: 0 free, 1 Euler limits, 2/3/4 X/Y/Z-only, 5 fixed
     ik_link_lower: np.ndarray  # (L, 3) float64 Euler limits, radians, lower ≤ upper
     ik_link_upper: np.ndarray  # (L, 3) float64
+    ik_link_cap: np.ndarray  # (L, 3) float64 cos(c), sin(c/2), cos(c/2) of the step cap c (cos -2: none)
     ik_link_path: np.ndarray  # (L,) int32 index into ik_path_bone where the link's refresh starts
     ik_path_start: np.ndarray  # (K+1,) int32: bones from top link down to target, top first
     ik_path_bone: np.ndarray  # (P,) int32
@@ -239,11 +241,15 @@ def _ik_tables(model, parent: np.ndarray, order: np.ndarray) -> dict:
     ps, pb = _csr(path_rows)
     as_, ab = _csr(after_rows)
     link_path = np.zeros(len(model.ik_link_bone), np.int32)
+    link_cap = np.zeros((len(model.ik_link_bone), 3))
     for k in range(K):  # the link's row in its path (the path's last row if it is not on it)
         row = path_rows[k]
         for j in range(model.ik_link_start[k], model.ik_link_start[k + 1]):
             link = int(model.ik_link_bone[j])
             link_path[j] = ps[k] + (row.index(link) if link in row else max(len(row) - 1, 0))
+            cap = float(model.ik_limit_angle[k]) * (j - model.ik_link_start[k] + 1)  # unit × (index + 1)
+            capped = cap < math.pi
+            link_cap[j] = (math.cos(cap) if capped else -2.0, math.sin(0.5 * cap), math.cos(0.5 * cap))
     return dict(
         ik_target=np.asarray(model.ik_target, np.int32),
         # a corrupt count must not hang posing: at most IK_MAX_LOOPS (babylon-mmd caps at 256 too)
@@ -251,7 +257,7 @@ def _ik_tables(model, parent: np.ndarray, order: np.ndarray) -> dict:
         ik_limit=np.asarray(model.ik_limit_angle, np.float64),
         ik_link_start=np.asarray(model.ik_link_start, np.int32),
         ik_link_bone=np.asarray(model.ik_link_bone, np.int32), ik_link_mode=mode,
-        ik_link_lower=lower, ik_link_upper=upper, ik_link_path=link_path,
+        ik_link_lower=lower, ik_link_upper=upper, ik_link_cap=link_cap, ik_link_path=link_path,
         ik_path_start=ps, ik_path_bone=pb, ik_after_start=as_, ik_after_bone=ab)
 
 
