@@ -57,7 +57,7 @@ def mixed_model(rng, V=3000, B=12):
 @pytest.fixture(scope="module")
 def mixed():
     m = mixed_model(np.random.default_rng(1))
-    return m, CpuSkinner(m)
+    return m, CpuSkinner(m, vertex_morphable=np.ones(m.num_vertices, bool))  # offsets on every deform type
 
 
 def test_identity_pose_returns_bind_mesh(mixed):
@@ -241,3 +241,17 @@ def test_bad_bone_index_is_a_build_error():
     bad[1, 0] = 5
     with pytest.raises(mmdkit.BuildError, match="vertex 1"):
         CpuSkinner(m.replace(vertex_bone_index=bad))
+
+
+def test_offsets_are_read_only_where_a_vertex_morph_reaches(assets):
+    """Vertices no vertex morph moves skip the offsets (their groups never read them)."""
+    m = mmdkit.load(assets / "mei/Model/mei/mei.pmd")
+    sk = CpuSkinner(m)
+    S = random_rigid(m.num_bones, np.random.default_rng(8), angle=0.5)
+    off = np.random.default_rng(9).normal(scale=0.1, size=(m.num_vertices, 3)).astype(np.float32)
+    morphable = np.zeros(m.num_vertices, bool)
+    morphable[m.vertex_morph_vertex] = True
+    assert 0 < morphable.sum() < m.num_vertices
+    p, _ = skin(sk, S, off)
+    ref_p, _ = skin_reference(m, S, np.where(morphable[:, None], off, 0), bind_normal=sk.bind_normal)
+    np.testing.assert_allclose(p, ref_p, atol=5e-5)

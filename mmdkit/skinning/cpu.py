@@ -77,12 +77,14 @@ def _sdef_tables(model, sdef_rows):
             np.ascontiguousarray(cr1, np.float32))
 
 
-def _group_order(vertex_deform, vertex_bone):
-    """Permutation putting vertices in ``GROUPS`` order, sorted by bone slots inside a group (so a
-    run of vertices shares its matrices; file order inside a run), and the (6,) uint64 group starts."""
+def _group_order(vertex_deform, vertex_bone, vertex_morphable):
+    """Permutation putting vertices in group order (deform type, then unmorphed before morphed; see
+    ``kernels.GROUPS``), sorted by bone slots inside a group (so a run of vertices shares its
+    matrices; file order inside a run), and the (11,) uint64 group starts."""
     b = vertex_bone.astype(np.int64)
-    order = np.lexsort((b[:, 3], b[:, 2], b[:, 1], b[:, 0], vertex_deform)).astype(np.uint32)
-    start = np.searchsorted(vertex_deform[order], np.arange(len(GROUPS) + 1)).astype(np.uint64)
+    group = vertex_deform.astype(np.int64) * 2 + vertex_morphable
+    order = np.lexsort((b[:, 3], b[:, 2], b[:, 1], b[:, 0], group)).astype(np.uint32)
+    start = np.searchsorted(group[order], np.arange(2 * len(GROUPS) + 1)).astype(np.uint64)
     start[-1] = len(order)
     return order, start
 
@@ -90,7 +92,7 @@ def _group_order(vertex_deform, vertex_bone):
 def _chunks(group_start):
     """(C, 3) uint64 work items (group, lo, hi) of at most CHUNK permuted rows, none across groups."""
     rows = [(g, lo, min(lo + CHUNK, group_start[g + 1]))
-            for g in range(len(GROUPS)) for lo in range(group_start[g], group_start[g + 1], CHUNK)]
+            for g in range(len(group_start) - 1) for lo in range(group_start[g], group_start[g + 1], CHUNK)]
     return np.array(rows, np.uint64).reshape(-1, 3)
 
 
@@ -104,11 +106,13 @@ class CpuSkinner:
     ``sdef_c``/``sdef_cr0``/``sdef_cr1`` (S, 3) float32), ``vertex_weight`` (V, 4) float32 as applied,
     ``num_vertices``, ``num_bones``. The kernels read the grouped copies (``group_start``,
     ``vertex_index``, ...; see ``kernels.skin_span``).
+    ``vertex_morphable`` (V,) bool: the vertices whose morph offsets ``skin`` reads (default: those
+    the model's vertex morphs move; the others skip the offsets).
     ``parallel``: None = threaded when the mesh is large enough to pay (≥ PARALLEL_MIN_VERTICES) and
     numba has more than one thread.
     """
 
-    def __init__(self, model, *, parallel: bool | None = None):
+    def __init__(self, model, *, vertex_morphable=None, parallel: bool | None = None):
         V = model.num_vertices
         B = model.num_bones
         source = getattr(model, "source_path", "") or ""
@@ -137,23 +141,30 @@ class CpuSkinner:
         normal = prepare_normals(model.vertex_position, model.vertex_normal,
                                  model.face_vertex_index if model.face_vertex_index is not None
                                  else np.zeros((0, 3), np.int32))
-        self._set_tables(B, deform, bone, weight, model.vertex_position, normal, tables, parallel)
+        if vertex_morphable is None:
+            vertex_morphable = np.zeros(V, bool)
+            vertex_morphable[np.asarray(model.vertex_morph_vertex, np.int64)] = True
+        morphable = np.asarray(vertex_morphable, bool)
+        self._set_tables(B, deform, bone, weight, model.vertex_position, normal, tables, morphable, parallel)
 
     @classmethod
     def from_tables(cls, num_bones, vertex_deform, vertex_bone, vertex_weight, bind_position, bind_normal,
-                    sdef_tables, *, parallel: bool | None = None):
+                    sdef_tables, vertex_morphable=None, *, parallel: bool | None = None):
         """A skinner over tables already in this class's conventions (attributes above; e.g. one
-        palette batch's vertices with palette-local bone slots); sdef_tables = (c, cr0, cr1)."""
+        palette batch's vertices with palette-local bone slots); sdef_tables = (c, cr0, cr1);
+        vertex_morphable (V,) bool: the vertices a vertex morph may move (default: all)."""
         self = cls.__new__(cls)
         deform = np.ascontiguousarray(vertex_deform, np.uint8)
         bone = np.array(vertex_bone, np.int64)
         keep = used_slots(deform, vertex_weight)
         keep[deform == DEFORM_SDEF, 2] = True  # the SDEF table row
         bone[~keep] = 0  # the kernels read every slot of a group
-        self._set_tables(num_bones, deform, bone, vertex_weight, bind_position, bind_normal, sdef_tables, parallel)
+        morphable = np.ones(len(deform), bool) if vertex_morphable is None else np.asarray(vertex_morphable, bool)
+        self._set_tables(num_bones, deform, bone, vertex_weight, bind_position, bind_normal, sdef_tables, morphable,
+                         parallel)
         return self
 
-    def _set_tables(self, B, deform, bone, weight, position, normal, sdef_tables, parallel) -> None:
+    def _set_tables(self, B, deform, bone, weight, position, normal, sdef_tables, morphable, parallel) -> None:
         """Keep the tables in vertex order and build the grouped copies the kernels read."""
         V = len(deform)
         self.num_vertices = V
@@ -167,11 +178,11 @@ class CpuSkinner:
         self.sdef_c, self.sdef_cr0, self.sdef_cr1 = (np.ascontiguousarray(t, np.float32) for t in sdef_tables)
         self.num_sdef = int((deform == DEFORM_SDEF).sum())
         self.num_qdef = int((deform == DEFORM_QDEF).sum())
-        order, start = _group_order(deform, self.vertex_bone)
+        order, start = _group_order(deform, self.vertex_bone, morphable)
         self.vertex_index = order
         self.group_start = start
         self.vertex_bind = np.ascontiguousarray(np.concatenate([self.bind_position, self.bind_normal], 1)[order])
-        rows = [order[start[g]:start[g + 1]] for g in range(len(GROUPS))]
+        rows = [order[start[2 * t]:start[2 * t + 2]] for t in range(len(GROUPS))]
         bw = self.vertex_bone, self.vertex_weight
         self.bdef1_bone = np.ascontiguousarray(bw[0][rows[0], 0])
         self.bdef2_bone, self.bdef2_weight = (np.ascontiguousarray(a[rows[1], :2]) for a in bw)
@@ -198,7 +209,7 @@ class CpuSkinner:
         """Write posed positions and unit normals.
 
         bone_skin (B, 4, 4) float32 C-contiguous; vertex_offset (V, 3) float32 or None (vertex-morph
-        offsets added to the bind positions first); out_position (V, 3) float32 C-contiguous, written
+        offsets added to the bind positions first; read only at the morphable vertices); out_position (V, 3) float32 C-contiguous, written
         in full; out_normal the same, or None to skip normals. Allocates nothing.
         """
         if bone_skin.shape[0] < self.num_bones or out_position.shape[0] != self.num_vertices \

@@ -20,7 +20,8 @@ __all__ = ["GROUPS", "normalize_rows", "skin_span", "skin_groups_serial", "skin_
 #: functions; not nnan/ninf, so NaN/inf inputs still propagate as in IEEE arithmetic
 FAST = {"contract", "arcp", "afn", "reassoc", "nsz"}
 
-#: vertex groups, in the order of ``group_start``: the PMX deform types
+#: the PMX deform types; vertex group g holds type GROUPS[g // 2], without (g even) or with (g odd)
+#: vertex-morph offsets, so vertices no vertex morph moves never read the offsets
 GROUPS = ("bdef1", "bdef2", "bdef4", "sdef", "qdef")
 
 
@@ -267,9 +268,10 @@ def skin_span(group, lo, hi, bone_skin, group_start, vertex_index, vertex_bind, 
               bdef2_weight, bdef4_bone, bdef4_weight, sdef_bone, sdef_weight, sdef_c, sdef_cr0, sdef_cr1,
               qdef_bone, qdef_weight, vertex_offset, has_offset, want_normal, vertex_position_out,
               vertex_normal_out):
-    """Skin permuted rows [lo, hi) of group ``group`` (index into ``GROUPS``).
+    """Skin permuted rows [lo, hi) of vertex group ``group`` (type ``GROUPS[group // 2]``, morphed
+    when odd).
 
-    Model inputs (``CpuSkinner``'s tables): bone_skin (B, 4, 4) float32; group_start (6,) uint64 first
+    Model inputs (``CpuSkinner``'s tables): bone_skin (B, 4, 4) float32; group_start (11,) uint64 first
     permuted row of each group + V; vertex_index (V,) uint32 original row of each permuted row;
     vertex_bind (V, 6) float32 bind position and unit normal, model space; per group its bone slots
     (uint16|int32) and weights as applied (float32): bdef1_bone (n1,), bdef2_* (n2, 2), bdef4_*
@@ -278,17 +280,19 @@ def skin_span(group, lo, hi, bone_skin, group_start, vertex_index, vertex_bind, 
     State out: vertex_position_out, vertex_normal_out (V, 3) float32 at original rows (normals only
     when want_normal, not yet unit: ``normalize_rows`` follows).
     """
-    g0 = group_start[group]
-    if group == 0:
+    kind = group // 2
+    g0 = group_start[2 * kind]  # the type's rows: its unmorphed then its morphed vertices
+    has_offset = has_offset and group % 2 == 1
+    if kind == 0:
         _bdef1(lo, hi, g0, bone_skin, bdef1_bone, vertex_index, vertex_bind, vertex_offset, has_offset,
                want_normal, vertex_position_out, vertex_normal_out)
-    elif group == 1:
+    elif kind == 1:
         _bdef2(lo, hi, g0, bone_skin, bdef2_bone, bdef2_weight, vertex_index, vertex_bind, vertex_offset,
                has_offset, want_normal, vertex_position_out, vertex_normal_out)
-    elif group == 2:
+    elif kind == 2:
         _bdef4(lo, hi, g0, bone_skin, bdef4_bone, bdef4_weight, vertex_index, vertex_bind, vertex_offset,
                has_offset, want_normal, vertex_position_out, vertex_normal_out)
-    elif group == 3:
+    elif kind == 3:
         _sdef(lo, hi, g0, bone_skin, sdef_bone, sdef_weight, sdef_c, sdef_cr0, sdef_cr1, vertex_index,
               vertex_bind, vertex_offset, has_offset, want_normal, vertex_position_out, vertex_normal_out)
     else:
@@ -302,7 +306,7 @@ def skin_groups_serial(bone_skin, group_start, vertex_index, vertex_bind, bdef1_
                        qdef_weight, vertex_offset, has_offset, want_normal, vertex_position_out,
                        vertex_normal_out):
     """Every group, then the normals, on one thread; parameters as ``skin_span``."""
-    for g in range(5):
+    for g in range(group_start.shape[0] - 1):
         if group_start[g + 1] > group_start[g]:
             skin_span(g, group_start[g], group_start[g + 1], bone_skin, group_start, vertex_index, vertex_bind,
                       bdef1_bone, bdef2_bone, bdef2_weight, bdef4_bone, bdef4_weight, sdef_bone, sdef_weight,
