@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from mmdkit.animation.camera import sample_camera, sample_light, sample_shadow
-from mmdkit.animation.frames import output_frames
+from mmdkit.animation.frames import check_frames, output_frames
 from mmdkit.errors import OptionError
 from mmdkit.physics import physics_for
 from mmdkit.runtime import FPS, Character, play
@@ -125,9 +125,7 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
     fps, warnings, output)."""
     if frames is None:
         frames = output_frames(0.0, max(motion.last_frame if motion is not None else 0, 1), fps)
-    frames = np.asarray(list(frames), np.float64)
-    if len(frames) == 0:
-        raise OptionError("frames", "no frames to render")
+    frames = check_frames(list(frames))
     if crowd < 1:
         raise OptionError("crowd", f"must be at least 1, got {crowd}")
     writer = open_writer(output, size, fps, audio, frames=frames, audio_start=float(frames[0]) / FPS)
