@@ -218,6 +218,6 @@ class CpuSkinner:
         off, has = (self._no_offset, False) if vertex_offset is None else (vertex_offset, True)
         nrm, want = (self._no_normal, False) if out_normal is None else (out_normal, True)
         if self.parallel if parallel is None else parallel:
-            skin_groups_parallel(self.chunks, CHUNK, bone_skin, *self._tables, off, has, want, out_position, nrm)
+            skin_groups_parallel(self.chunks, bone_skin, *self._tables, off, has, want, out_position, nrm)
         else:
             skin_groups_serial(bone_skin, *self._tables, off, has, want, out_position, nrm)

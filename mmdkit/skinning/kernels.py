@@ -14,7 +14,7 @@ from numba import njit, prange
 
 from mmdkit.mathutil import put3, qfrom_matrix3_scalar, qrot_scalar
 
-__all__ = ["GROUPS", "normalize_rows", "skin_span", "skin_groups_serial", "skin_groups_parallel"]
+__all__ = ["GROUPS", "skin_span", "skin_groups_serial", "skin_groups_parallel"]
 
 #: LLVM fast-math flags of the kernels: reassociation, fused multiply-add, approximate reciprocal and
 #: functions; not nnan/ninf, so NaN/inf inputs still propagate as in IEEE arithmetic
@@ -45,15 +45,6 @@ def _sin_half_pi(x):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST)
-def normalize_rows(lo, hi, vertex_normal_out):
-    """Rows [lo, hi) of (V, 3) float32 normals made unit in place (one straight, vectorisable pass
-    after the group kernels, which write the transformed normals unnormalised)."""
-    for i in range(lo, hi):
-        mx, my, mz = _unit(vertex_normal_out[i, 0], vertex_normal_out[i, 1], vertex_normal_out[i, 2])
-        put3(vertex_normal_out, i, mx, my, mz)
-
-
-@njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST)
 def _bdef1(lo, hi, g0, M, bdef1_bone, vertex_index, vertex_bind, vertex_offset, has_offset, want_normal,
            vertex_position_out, vertex_normal_out):
     """Rows [lo, hi) of the permuted tables, BDEF1 (one matrix); g0 = the group's first row. The
@@ -75,9 +66,8 @@ def _bdef1(lo, hi, g0, M, bdef1_bone, vertex_index, vertex_bind, vertex_offset, 
              m20 * px + m21 * py + m22 * pz + m23)
         if want_normal:
             nx = vertex_bind[v, 3]; ny = vertex_bind[v, 4]; nz = vertex_bind[v, 5]
-            mx = m00 * nx + m01 * ny + m02 * nz
-            my = m10 * nx + m11 * ny + m12 * nz
-            mz = m20 * nx + m21 * ny + m22 * nz
+            mx, my, mz = _unit(m00 * nx + m01 * ny + m02 * nz, m10 * nx + m11 * ny + m12 * nz,
+                               m20 * nx + m21 * ny + m22 * nz)
             put3(vertex_normal_out, i, mx, my, mz)
 
 
@@ -114,8 +104,9 @@ def _bdef2(lo, hi, g0, M, bdef2_bone, bdef2_weight, vertex_index, vertex_bind, v
              a20 * px + a21 * py + a22 * pz + a23)
         if want_normal:
             nx = vertex_bind[v, 3]; ny = vertex_bind[v, 4]; nz = vertex_bind[v, 5]
-            put3(vertex_normal_out, i, a00 * nx + a01 * ny + a02 * nz, a10 * nx + a11 * ny + a12 * nz,
-                 a20 * nx + a21 * ny + a22 * nz)
+            mx, my, mz = _unit(a00 * nx + a01 * ny + a02 * nz, a10 * nx + a11 * ny + a12 * nz,
+                               a20 * nx + a21 * ny + a22 * nz)
+            put3(vertex_normal_out, i, mx, my, mz)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST)
@@ -144,8 +135,9 @@ def _bdef4(lo, hi, g0, M, group_bone, group_weight, vertex_index, vertex_bind, v
              a20 * px + a21 * py + a22 * pz + a23)
         if want_normal:
             nx = vertex_bind[v, 3]; ny = vertex_bind[v, 4]; nz = vertex_bind[v, 5]
-            put3(vertex_normal_out, i, a00 * nx + a01 * ny + a02 * nz, a10 * nx + a11 * ny + a12 * nz,
-                 a20 * nx + a21 * ny + a22 * nz)
+            mx, my, mz = _unit(a00 * nx + a01 * ny + a02 * nz, a10 * nx + a11 * ny + a12 * nz,
+                               a20 * nx + a21 * ny + a22 * nz)
+            put3(vertex_normal_out, i, mx, my, mz)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST)
@@ -204,6 +196,7 @@ def _sdef(lo, hi, g0, M, sdef_bone, sdef_weight, sdef_c, sdef_cr0, sdef_cr1, ver
              rz + (w0 * (M[b0, 2, 0] * ax + M[b0, 2, 1] * ay + M[b0, 2, 2] * az + M[b0, 2, 3])
                    + w1 * (M[b1, 2, 0] * bx + M[b1, 2, 1] * by + M[b1, 2, 2] * bz + M[b1, 2, 3])))
         if want_normal:
+            # a unit quaternion turns the unit bind normal into a unit normal: no normalising
             mx, my, mz = qrot_scalar(qx, qy, qz, qw, vertex_bind[v, 3], vertex_bind[v, 4], vertex_bind[v, 5])
             put3(vertex_normal_out, i, mx, my, mz)
 
@@ -260,6 +253,7 @@ def _qdef(lo, hi, g0, M, qdef_bone, qdef_weight, vertex_index, vertex_bind, vert
             mx, my, mz = qrot_scalar(rx, ry, rz, rw, nx, ny, nz)
         put3(vertex_position_out, i, ox, oy, oz)
         if want_normal:
+            mx, my, mz = _unit(mx, my, mz)
             put3(vertex_normal_out, i, mx, my, mz)
 
 
@@ -277,8 +271,8 @@ def skin_span(group, lo, hi, bone_skin, group_start, vertex_index, vertex_bind, 
     (uint16|int32) and weights as applied (float32): bdef1_bone (n1,), bdef2_* (n2, 2), bdef4_*
     (n4, 4), sdef_bone (ns, 2), sdef_weight (ns,) w0, sdef_c/cr0/cr1 (ns, 3), qdef_* (nq, 4).
     State in: vertex_offset (V, 3) float32 morph offsets at original rows, read when has_offset.
-    State out: vertex_position_out, vertex_normal_out (V, 3) float32 at original rows (normals only
-    when want_normal, not yet unit: ``normalize_rows`` follows).
+    State out: vertex_position_out, vertex_normal_out (V, 3) float32 at original rows (unit normals
+    only when want_normal).
     """
     kind = group // 2
     g0 = group_start[2 * kind]  # the type's rows: its unmorphed then its morphed vertices
@@ -305,30 +299,24 @@ def skin_groups_serial(bone_skin, group_start, vertex_index, vertex_bind, bdef1_
                        bdef4_bone, bdef4_weight, sdef_bone, sdef_weight, sdef_c, sdef_cr0, sdef_cr1, qdef_bone,
                        qdef_weight, vertex_offset, has_offset, want_normal, vertex_position_out,
                        vertex_normal_out):
-    """Every group, then the normals, on one thread; parameters as ``skin_span``."""
+    """Every group on one thread; parameters as ``skin_span``."""
     for g in range(group_start.shape[0] - 1):
         if group_start[g + 1] > group_start[g]:
             skin_span(g, group_start[g], group_start[g + 1], bone_skin, group_start, vertex_index, vertex_bind,
                       bdef1_bone, bdef2_bone, bdef2_weight, bdef4_bone, bdef4_weight, sdef_bone, sdef_weight,
                       sdef_c, sdef_cr0, sdef_cr1, qdef_bone, qdef_weight, vertex_offset, has_offset,
                       want_normal, vertex_position_out, vertex_normal_out)
-    if want_normal:
-        normalize_rows(0, vertex_index.shape[0], vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def skin_groups_parallel(chunks, chunk, bone_skin, group_start, vertex_index, vertex_bind, bdef1_bone, bdef2_bone,
+def skin_groups_parallel(chunks, bone_skin, group_start, vertex_index, vertex_bind, bdef1_bone, bdef2_bone,
                          bdef2_weight, bdef4_bone, bdef4_weight, sdef_bone, sdef_weight, sdef_c, sdef_cr0,
                          sdef_cr1, qdef_bone, qdef_weight, vertex_offset, has_offset, want_normal,
                          vertex_position_out, vertex_normal_out):
-    """Work items ``chunks`` (C, 3) uint64 rows (group, lo, hi), each inside one group, then the
-    normals in runs of ``chunk`` rows, over numba's threads; other parameters as ``skin_span``."""
+    """Work items ``chunks`` (C, 3) uint64 rows (group, lo, hi), each inside one group, over numba's
+    threads; other parameters as ``skin_span``."""
     for c in prange(chunks.shape[0]):
         skin_span(chunks[c, 0], chunks[c, 1], chunks[c, 2], bone_skin, group_start, vertex_index, vertex_bind,
                   bdef1_bone, bdef2_bone, bdef2_weight, bdef4_bone, bdef4_weight, sdef_bone, sdef_weight,
                   sdef_c, sdef_cr0, sdef_cr1, qdef_bone, qdef_weight, vertex_offset, has_offset,
                   want_normal, vertex_position_out, vertex_normal_out)
-    if want_normal:
-        n = vertex_index.shape[0]
-        for c in prange((n + chunk - 1) // chunk):
-            normalize_rows(c * chunk, min(n, c * chunk + chunk), vertex_normal_out)
