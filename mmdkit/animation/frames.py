@@ -1,6 +1,7 @@
 """Which motion frames an output shows: the one home of frame ranges, output fps and their checks.
 
-In: a first/last motion frame and an output fps, a ``--frames`` spec as typed, or a list of frames.
+In: a first/last motion frame and an output fps, a frames spec as typed (``--frames``, a batch
+manifest's ``frames``), or a list of frames.
 Out: (F,) float64 motion frames (30 per second; fractional between keys), 1 <= F <= MAX_FRAMES,
 or an ``OptionError`` naming the option and what was given. Output fps is real time: picture i
 shows motion frame first + i·30/fps, so a 60 fps video samples every half frame.
@@ -57,24 +58,55 @@ def check_frames(frames, option: str = "frames") -> np.ndarray:
     return f
 
 
-def _number(text: str, spec: str, what: str) -> float:
+def _number(text: str, spec: str, what: str, option: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise OptionError("--frames", f"'{spec}': {what} '{text}' is not a number") from None
+        raise OptionError(option, f"'{spec}': {what} '{text}' is not a number") from None
     if not math.isfinite(v):
-        raise OptionError("--frames", f"'{spec}': {what} must be a finite number, not '{text}'")
+        raise OptionError(option, f"'{spec}': {what} must be a finite number, not '{text}'")
     return v
 
 
-def _count(text: str, spec: str) -> int:
+def _count(text: str, spec: str, option: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise OptionError("--frames", f"'{spec}': the count after '+' must be a whole number") from None
+        raise OptionError(option, f"'{spec}': the count after '+' must be a whole number") from None
     if n < 1:
-        raise OptionError("--frames", f"'{spec}': selects no frames (the count must be >= 1)")
+        raise OptionError(option, f"'{spec}': selects no frames (the count must be >= 1)")
     return n
+
+
+def split_frames(spec: str, *, bare_count: bool = False,
+                 option: str = "--frames") -> tuple[float, float | None, float | None, int | None]:
+    """A frames spec (grammar: ``parse_frames``) → (start, end, step, count) before the motion is
+    known: end None = the motion's last frame, step None = the caller's default, count = the N of
+    ``A+N`` (else None; end is then None). Checks each number (finite, start >= 0, step > 0); the
+    order of start and end is checked by ``parse_frames``. OptionError(option) naming the text."""
+    spec = spec.strip()
+    count_form = None if ":" in spec else re.fullmatch(r"(\d*\.?\d*)\+(.*)", spec)
+    step = end = count = None
+    if count_form or (bare_count and ":" not in spec):
+        a_text, n_text = count_form.groups() if count_form else ("", spec)
+        start = _number(a_text, spec, "the start", option) if a_text else 0.0
+        count = _count(n_text, spec, option)
+    else:
+        parts = spec.split(":")
+        if len(parts) > 3:
+            raise OptionError(option, f"'{spec}' is not A:B[:STEP], A+N or N")
+        start = _number(parts[0], spec, "the start", option) if parts[0] else 0.0
+        if len(parts) == 1:
+            end = start
+        elif parts[1]:
+            end = _number(parts[1], spec, "the end", option)
+        if len(parts) > 2 and parts[2]:
+            step = _number(parts[2], spec, "the step", option)
+    if start < 0:
+        raise OptionError(option, f"'{spec}': frames start at 0")
+    if step is not None and step <= 0:
+        raise OptionError(option, f"'{spec}': the step must be > 0")
+    return start, end, step, count
 
 
 def parse_frames(spec: str, last: float, *, bare_count: bool = False, default_step: float = 1.0) -> np.ndarray:
@@ -86,27 +118,14 @@ def parse_frames(spec: str, last: float, *, bare_count: bool = False, default_st
     frame measures nothing) where ``N`` means ``+N``. ``render`` passes ``default_step`` = 30/fps
     so a video plays the motion in real time. Raises OptionError('--frames', ...) naming the text.
     """
-    spec = spec.strip()
-    count_form = None if ":" in spec else re.fullmatch(r"(\d*\.?\d*)\+(.*)", spec)
-    step = default_step
-    if count_form or (bare_count and ":" not in spec):
-        a_text, n_text = count_form.groups() if count_form else ("", spec)
-        a = _number(a_text, spec, "the start") if a_text else 0.0
-        b = a + (_count(n_text, spec) - 1) * step
-    else:
-        parts = spec.split(":")
-        if len(parts) > 3:
-            raise OptionError("--frames", f"'{spec}' is not A:B[:STEP], A+N or N")
-        a = _number(parts[0], spec, "the start") if parts[0] else 0.0
-        if len(parts) == 1:
-            b = a
-        else:
-            b = _number(parts[1], spec, "the end") if parts[1] else float(last)
-        step = _number(parts[2], spec, "the step") if len(parts) > 2 and parts[2] else step
-    if a < 0:
-        raise OptionError("--frames", f"'{spec}': frames start at 0")
+    a, b, step, count = split_frames(spec, bare_count=bare_count)
+    step = default_step if step is None else step
     if step <= 0:
-        raise OptionError("--frames", f"'{spec}': the step must be > 0")
+        raise OptionError("--frames", f"'{spec.strip()}': the step must be > 0")
+    if count is not None:
+        b = a + (count - 1) * step
+    elif b is None:
+        b = float(last)
     if b < a:
-        raise OptionError("--frames", f"'{spec}': the end {b:g} is before the start {a:g}")
-    return _spaced(a, b, step, "--frames", f"'{spec}'")
+        raise OptionError("--frames", f"'{spec.strip()}': the end {b:g} is before the start {a:g}")
+    return _spaced(a, b, step, "--frames", f"'{spec.strip()}'")
