@@ -11,6 +11,7 @@ nothing needs history. While physics runs, numba runs on the calling thread only
 
 from __future__ import annotations
 
+import concurrent.futures
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -40,12 +41,21 @@ def numba_threads(count: int | None):
         numba.set_num_threads(old)
 
 
+def _update_all(characters, offsets, frame: float, timed: bool) -> None:
+    for ch, off in zip(characters, offsets):
+        ch.update(frame + off, timed=timed)
+
+
 def play(characters: Sequence[Character], frames: Iterable[float], *, offsets: Sequence[float] | None = None,
-         timed: bool = False, progress: bool = False, desc: str = "posing") -> Iterator[tuple[int, float]]:
+         timed: bool = False, progress: bool = False, desc: str = "posing",
+         threads: int = 1) -> Iterator[tuple[int, float]]:
     """Pose every character at each frame in order (character k at frame + offsets[k]) and yield
     (index, frame) once all are posed; read their arrays before the next iteration. ``timed``:
     per-stage seconds in each ``Character.stage_seconds``. With physics the loop (and whatever
-    the caller does between yields) runs numba single-threaded."""
+    the caller does between yields) runs numba single-threaded. ``threads`` > 1: the characters
+    are split into that many groups updated at once, one on the calling thread and the others on
+    a pool kept for the whole run (posing kernels and Bullet steps release the GIL); characters
+    must not share a physics world."""
     offs = [0.0] * len(characters) if offsets is None else [float(o) for o in offsets]
     frames = list(frames)
     it: Iterable = range(len(frames))
@@ -54,12 +64,21 @@ def play(characters: Sequence[Character], frames: Iterable[float], *, offsets: S
 
         it = tqdm(it, desc=desc, unit="frame")
     simulating = any(ch.simulation.active for ch in characters)
-    with numba_threads(1 if simulating else None):
-        for i in it:
-            f = float(frames[i])
-            for ch, off in zip(characters, offs):
-                ch.update(f + off, timed=timed)
-            yield i, f
+    n = max(1, min(int(threads), len(characters)))
+    groups = [(characters[g::n], offs[g::n]) for g in range(n)]
+    pool = concurrent.futures.ThreadPoolExecutor(n - 1, thread_name_prefix="mmdkit-play") if n > 1 else None
+    try:
+        with numba_threads(1 if simulating or n > 1 else None):
+            for i in it:
+                f = float(frames[i])
+                futures = [pool.submit(_update_all, chs, os_, f, timed) for chs, os_ in groups[1:]] if pool else []
+                _update_all(*groups[0], f, timed)
+                for fu in futures:
+                    fu.result()
+                yield i, f
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
 
 
 def pose(model, motion, frames, *, physics=None, vertices: bool = False, progress: bool = False) -> dict:
