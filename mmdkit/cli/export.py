@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from mmdkit.animation.frames import parse_frames
+from mmdkit.animation.frames import MOTION_FPS, parse_frames
 from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, report_binding,
                                 show_progress, warn)
 from mmdkit.cli._output import check_output, writing
@@ -64,7 +64,7 @@ def command(model_path, motion_path, output, frames, fps, physics, camera_path, 
             report_binding(model, motion, motion_path, quiet=quiet)
         camera = load_as(camera_path, Motion, "camera motion (.vmd)", arg="--camera") if camera_path else None
         last = motion.last_frame if isinstance(motion, Motion) else 0
-        frame_list = parse_frames(frames, last, default_step=30.0 / fps)
+        frame_list = parse_frames(frames, last, default_step=MOTION_FPS / fps)
         with writing(output):
             info = export(model, motion, output, frames=frame_list, fps=fps, physics=physics, camera=camera,
                           joints=joints, scale=scale, vertices=vertices, reduce=reduce_tol, warn=warn,

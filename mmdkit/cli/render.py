@@ -10,7 +10,7 @@ import math
 
 import click
 
-from mmdkit.animation.frames import parse_frames
+from mmdkit.animation.frames import MOTION_FPS, parse_frames
 from mmdkit.cli._common import (CLIP_HELP, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options,
                                 compile_note, load_as, load_model_motion, report_binding, show_progress, warn)
 from mmdkit.cli._output import check_output, writing
@@ -54,7 +54,6 @@ def _load(demo, model_path, motion_path, clip, camera_path, vpd_specs, frames, f
     frames are 30/fps motion frames apart unless --frames gives a STEP, so a video plays in real
     time. Says how the motion bound and warns when --camera holds no camera keys."""
     from mmdkit import Motion, Pose
-    from mmdkit.runtime import FPS
 
     if demo:
         from mmdkit.demo import demo_model, demo_motion
@@ -72,7 +71,7 @@ def _load(demo, model_path, motion_path, clip, camera_path, vpd_specs, frames, f
     motion = apply_vpd_options(model, motion, vpd_specs)
     camera = load_as(camera_path, Motion, "camera motion (.vmd)", arg="--camera") if camera_path else None
     last = max(motion.last_frame, camera.last_frame if camera is not None else 0)
-    frame_list = parse_frames(frames or "0:", max(last, 1), default_step=FPS / fps)
+    frame_list = parse_frames(frames or "0:", max(last, 1), default_step=MOTION_FPS / fps)
     if not demo:
         report_binding(model, motion, motion_label, quiet=quiet)
     if camera is not None and not camera.has_camera:

@@ -14,7 +14,7 @@ import importlib
 import os
 
 from mmdkit.errors import OptionError
-from mmdkit.animation.frames import check_fps
+from mmdkit.animation.frames import MOTION_FPS, check_fps
 from mmdkit.export.bake import BakedMotion, bake, output_frames
 
 WRITERS = {".npz": "mmdkit.export.npz", ".bvh": "mmdkit.export.bvh", ".vmd": "mmdkit.export.vmd",
@@ -61,7 +61,7 @@ def check_options(path, option: str = "path", *, flag_prefix: str = "", **option
     return writer
 
 
-def export(model, motion, path, *, frames=None, fps: float = 30.0, physics=True, camera=None, joints=None,
+def export(model, motion, path, *, frames=None, fps: float = MOTION_FPS, physics=True, camera=None, joints=None,
            scale=None, warn=print, progress: bool = False, **options) -> dict:
     """Bake ``motion`` on ``model`` at ``frames`` (motion frames; None: the whole motion at ``fps``)
     and write ``path`` in the format its extension names. ``physics``: True/False or a world;

@@ -17,6 +17,7 @@ import numpy as np
 
 from mmdkit.animation.build import build_motion
 from mmdkit.animation.curves import interpolation_block
+from mmdkit.animation.frames import MOTION_FPS
 from mmdkit.animation.motion import Motion
 from mmdkit.errors import OptionError
 from mmdkit.formats.gltf.animation import clip_node_local, clip_target_weights
@@ -24,15 +25,14 @@ from mmdkit.formats.gltf.scene import world_matrices
 from mmdkit.importers.scene import Skeleton, Space, polar_rotations, quaternions_from_rotations
 from mmdkit.text import encode_cp932
 
-FPS = 30
 _SCALE_TOLERANCE = 1e-3  # relative scale change from the bind that is reported as dropped
 _STILL = 1e-7  # |t| (MMD units) and |q − identity| under which a bone counts as not moving
 
 
 def clip_times(duration: float) -> tuple[np.ndarray, np.ndarray]:
     """(F,) int64 frames 0 … ⌈30·duration⌉ and their (F,) float64 times min(f/30, duration)."""
-    frames = np.arange(int(math.ceil(duration * FPS - 1e-6)) + 1, dtype=np.int64)
-    return frames, np.minimum(frames / FPS, duration)
+    frames = np.arange(int(math.ceil(duration * MOTION_FPS - 1e-6)) + 1, dtype=np.int64)
+    return frames, np.minimum(frames / MOTION_FPS, duration)
 
 
 def _bone_keys(scene, sk: Skeleton, space: Space, anim, times) -> tuple[np.ndarray, np.ndarray, int]:

@@ -22,7 +22,7 @@ from mmdkit.animation.camera import sample_camera, sample_light, sample_shadow
 from mmdkit.animation.frames import check_frames, output_frames
 from mmdkit.errors import OptionError
 from mmdkit.physics import physics_for
-from mmdkit.runtime import FPS, Character, play
+from mmdkit.runtime import Character, play, seconds_at
 from mmdkit.render.camera import auto_view, mmd_view, perspective
 from mmdkit.render.gl import Renderer
 from mmdkit.render.materials import MaterialValues
@@ -128,7 +128,7 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
     frames = check_frames(list(frames))
     if crowd < 1:
         raise OptionError("crowd", f"must be at least 1, got {crowd}")
-    writer = open_writer(output, size, fps, audio, frames=frames, audio_start=float(frames[0]) / FPS)
+    writer = open_writer(output, size, fps, audio, frames=frames, audio_start=seconds_at(frames[0]))
     ren = bar = None
     try:
         ren = Renderer(model, size, msaa, instances=crowd, palette_size=palette_size, ground_shadow=ground_shadow,
