@@ -61,18 +61,16 @@ def describe(obj) -> dict:
 def missing_textures(model) -> list[str]:
     """The model's stored texture paths that name no file inside its folder (looked up as the
     renderer does: case-insensitive, never outside the folder)."""
-    from mmdkit.render.textures import model_folder, resolve_texture
+    from mmdkit.render.textures import model_folder, texture_source
 
     folder = model_folder(model)
     if folder is None:
         return []
     missing = []
-    embedded = (model.source_extras or {}).get("embedded_textures", {})  # images the file itself holds
+    embedded = (model.source_extras or {}).get("embedded_textures")  # images the file itself holds
     for stored in model.texture_path:
-        if stored in embedded:
-            continue
         try:
-            found = resolve_texture(folder, stored)
+            found = texture_source(stored, folder, embedded)
         except FormatError:  # leaves the model folder: the renderer refuses it too
             found = None
         if found is None:

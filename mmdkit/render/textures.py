@@ -46,6 +46,15 @@ def resolve_texture(folder: str, stored: str) -> str | None:
     return cur if os.path.isfile(cur) else None
 
 
+def texture_source(stored: str, folder: str | None, embedded: dict[str, bytes] | None):
+    """Where texture ``stored`` comes from: the image the model file holds (``embedded``, name →
+    encoded bytes) as a BytesIO, else its real path inside ``folder`` (``resolve_texture``), else
+    None (not found, or no folder). FormatError when the path leaves the folder."""
+    if embedded and stored in embedded:
+        return io.BytesIO(embedded[stored])
+    return resolve_texture(folder, stored) if folder else None
+
+
 def model_folder(model) -> str | None:
     """The folder a model's texture paths are relative to (None for a model built in code); a
     bare file name ('Gene.pmx') means the current folder."""
@@ -85,8 +94,7 @@ class TextureCache:
             return self._cache[key]
         tex = None
         try:
-            path = io.BytesIO(self.embedded[name]) if name in self.embedded else (
-                resolve_texture(self.folder, name) if self.folder else None)
+            path = texture_source(name, self.folder, self.embedded)
             if path is None:
                 if not missing_ok and name not in self.missing:
                     self.missing.append(name)
