@@ -77,13 +77,14 @@ def _sdef_tables(model, sdef_rows):
             np.ascontiguousarray(cr1, np.float32))
 
 
-def _group_order(vertex_deform, vertex_bone, vertex_morphable):
+def _group_order(vertex_deform, vertex_bone, vertex_weight, vertex_morphable):
     """Permutation putting vertices in group order (deform type, then unmorphed before morphed; see
-    ``kernels.GROUPS``), sorted by bone slots inside a group (so a run of vertices shares its
-    matrices; file order inside a run), and the (11,) uint64 group starts."""
+    ``kernels.GROUPS``); inside a group, vertices with a zero 4th weight first (BDEF4 on three
+    bones), then by bone slots (so a run of vertices shares its matrices; file order inside a run).
+    Also the (11,) uint64 group starts."""
     b = vertex_bone.astype(np.int64)
     group = vertex_deform.astype(np.int64) * 2 + vertex_morphable
-    order = np.lexsort((b[:, 3], b[:, 2], b[:, 1], b[:, 0], group)).astype(np.uint32)
+    order = np.lexsort((b[:, 3], b[:, 2], b[:, 1], b[:, 0], vertex_weight[:, 3] != 0, group)).astype(np.uint32)
     start = np.searchsorted(group[order], np.arange(2 * len(GROUPS) + 1)).astype(np.uint64)
     start[-1] = len(order)
     return order, start
@@ -178,7 +179,7 @@ class CpuSkinner:
         self.sdef_c, self.sdef_cr0, self.sdef_cr1 = (np.ascontiguousarray(t, np.float32) for t in sdef_tables)
         self.num_sdef = int((deform == DEFORM_SDEF).sum())
         self.num_qdef = int((deform == DEFORM_QDEF).sum())
-        order, start = _group_order(deform, self.vertex_bone, morphable)
+        order, start = _group_order(deform, self.vertex_bone, self.vertex_weight, morphable)
         self.vertex_index = order
         self.group_start = start
         self.vertex_bind = np.ascontiguousarray(np.concatenate([self.bind_position, self.bind_normal], 1)[order])

@@ -112,8 +112,9 @@ def _bdef2(lo, hi, g0, M, bdef2_bone, bdef2_weight, vertex_index, vertex_bind, v
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST)
 def _bdef4(lo, hi, g0, M, group_bone, group_weight, vertex_index, vertex_bind, vertex_offset, has_offset,
            want_normal, vertex_position_out, vertex_normal_out):
-    """Rows [lo, hi), BDEF4 (group_bone/group_weight (n, 4)): blend the four 3×4 matrices with the
-    weights as stored (unused slots weigh 0 on bone 0), then transform once."""
+    """Rows [lo, hi), BDEF4 (group_bone/group_weight (n, 4)): blend the 3×4 matrices with the
+    weights as stored (unused slots 1, 2 weigh 0 on bone 0; a zero 4th weight is skipped), then
+    transform once."""
     for v in range(lo, hi):
         i = vertex_index[v]
         j = v - g0
@@ -123,8 +124,10 @@ def _bdef4(lo, hi, g0, M, group_bone, group_weight, vertex_index, vertex_bind, v
         a10 = w * M[b, 1, 0]; a11 = w * M[b, 1, 1]; a12 = w * M[b, 1, 2]; a13 = w * M[b, 1, 3]
         a20 = w * M[b, 2, 0]; a21 = w * M[b, 2, 1]; a22 = w * M[b, 2, 2]; a23 = w * M[b, 2, 3]
         for k in range(1, 4):
-            b = group_bone[j, k]
             w = group_weight[j, k]
+            if k == 3 and w == 0.0:  # three bones (sorted first, so the branch predicts well)
+                break
+            b = group_bone[j, k]
             a00 += w * M[b, 0, 0]; a01 += w * M[b, 0, 1]; a02 += w * M[b, 0, 2]; a03 += w * M[b, 0, 3]
             a10 += w * M[b, 1, 0]; a11 += w * M[b, 1, 1]; a12 += w * M[b, 1, 2]; a13 += w * M[b, 1, 3]
             a20 += w * M[b, 2, 0]; a21 += w * M[b, 2, 1]; a22 += w * M[b, 2, 2]; a23 += w * M[b, 2, 3]
