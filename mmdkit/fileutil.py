@@ -1,4 +1,5 @@
 """Atomic output files: write to a temporary file beside the target, rename when complete.
+(And ``same_file``: whether an output path names an input.)
 
 In: the target path. Out: a context manager yielding the temporary path; on success the file
 gets normal permissions (0666 minus the umask, like open()) and replaces the target; on any
@@ -11,6 +12,15 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+
+
+def same_file(a, b) -> bool:
+    """True when paths ``a`` and ``b`` name one existing file (False when either is missing).
+    abspath first, as the writers do: 'missing/../x' is 'x' to them, an error to stat."""
+    try:
+        return os.path.samefile(os.path.abspath(a), os.path.abspath(b))
+    except OSError:
+        return False
 
 
 def _umask() -> int:

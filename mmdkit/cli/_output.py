@@ -12,13 +12,7 @@ import contextlib
 import os
 
 from mmdkit.errors import OptionError
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:  # abspath first, as the writers do ('missing/../x' is 'x' to them, an error to stat)
-        return os.path.samefile(os.path.abspath(a), os.path.abspath(b))
-    except OSError:
-        return False
+from mmdkit.fileutil import same_file
 
 
 def check_output(path: str, inputs=(), *, option: str = "-o", folder_ok: bool = False,
@@ -29,7 +23,7 @@ def check_output(path: str, inputs=(), *, option: str = "-o", folder_ok: bool = 
     parent folders are created by the writer, so only the nearest existing one must be writable.
     """
     for inp in inputs:
-        if inp and _same_file(path, inp):
+        if inp and same_file(path, inp):
             raise OptionError(option, f"{path} is the input file {inp}; choose another output path")
     if os.path.isdir(path) and not folder_ok:
         raise OptionError(option, f"{path} is a folder; give a file name")

@@ -13,9 +13,10 @@ from __future__ import annotations
 import importlib
 import os
 
-from mmdkit.errors import OptionError
 from mmdkit.animation.frames import MOTION_FPS, check_fps
+from mmdkit.errors import OptionError
 from mmdkit.export.bake import BakedMotion, bake, output_frames
+from mmdkit.fileutil import same_file
 
 WRITERS = {".npz": "mmdkit.export.npz", ".bvh": "mmdkit.export.bvh", ".vmd": "mmdkit.export.vmd",
            ".glb": "mmdkit.export.gltf", ".gltf": "mmdkit.export.gltf"}
@@ -33,18 +34,11 @@ def writer_for(path, option: str = "path"):
     return importlib.import_module(WRITERS[ext])
 
 
-def _same_file(a, b) -> bool:
-    try:
-        return os.path.samefile(os.path.abspath(a), os.path.abspath(b))
-    except OSError:
-        return False
-
-
 def check_not_input(path, *objects) -> None:
     """OptionError('path') when ``path`` is the file one of ``objects`` (Model/Motion/paths) came from."""
     for obj in objects:
         src = obj if isinstance(obj, (str, os.PathLike)) else getattr(obj, "source_path", "")
-        if src and _same_file(path, src):
+        if src and same_file(path, src):
             raise OptionError("path", f"{os.fspath(path)} is the input file {os.fspath(src)}; choose another output")
 
 
