@@ -91,6 +91,34 @@ def _euler_limited(x, y, z, w, lx, ly, lz, ux, uy, uz, reflect):
 
 
 @njit(inline="always", **_NB)
+def _hinge_limited(a, x, y, z, w, lx, ly, lz, ux, uy, uz, reflect):
+    """``_euler_limited`` for a hinge on axis a (0 X, 1 Y, 2 Z; the other axes' limits are 0):
+    the same order choice and the same expressions for that one angle (the other two limit to
+    0, whose rotations are the identity), so the same quaternion without their trigonometry."""
+    half = 0.5 * math.pi
+    if -half < lx and ux < half:  # Y·X·Z
+        if a == 0:
+            m = math.asin(min(1.0, max(-1.0, -2.0 * (y * z - x * w))))
+            return _axis_q(0, _limit(min(_EULER_MAX, max(-_EULER_MAX, m)), lx, ux, reflect))
+        if a == 1:
+            return _axis_q(1, _limit(math.atan2(2.0 * (x * z + y * w), 1.0 - 2.0 * (x * x + y * y)), ly, uy, reflect))
+        return _axis_q(2, _limit(math.atan2(2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z)), lz, uz, reflect))
+    if -half < ly and uy < half:  # Z·Y·X
+        if a == 2:
+            return _axis_q(2, _limit(math.atan2(2.0 * (x * y + z * w), 1.0 - 2.0 * (y * y + z * z)), lz, uz, reflect))
+        if a == 1:
+            m = math.asin(min(1.0, max(-1.0, -2.0 * (x * z - y * w))))
+            return _axis_q(1, _limit(min(_EULER_MAX, max(-_EULER_MAX, m)), ly, uy, reflect))
+        return _axis_q(0, _limit(math.atan2(2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y)), lx, ux, reflect))
+    if a == 0:  # X·Z·Y
+        return _axis_q(0, _limit(math.atan2(2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + z * z)), lx, ux, reflect))
+    if a == 2:
+        m = math.asin(min(1.0, max(-1.0, -2.0 * (x * y - z * w))))
+        return _axis_q(2, _limit(min(_EULER_MAX, max(-_EULER_MAX, m)), lz, uz, reflect))
+    return _axis_q(1, _limit(math.atan2(2.0 * (x * z + y * w), 1.0 - 2.0 * (y * y + z * z)), ly, uy, reflect))
+
+
+@njit(inline="always", **_NB)
 def _unit(x, y, z):
     n = math.sqrt(x * x + y * y + z * z)
     if n == 0.0:
@@ -153,9 +181,12 @@ def _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mo
     q = qmul_scalar(ax * sh, ay * sh, az * sh, ch, ox, oy, oz, ow)
     if mode != _FREE:
         e = qmul_scalar(q[0], q[1], q[2], q[3], pre[0], pre[1], pre[2], pre[3])
-        e = _euler_limited(e[0], e[1], e[2], e[3], ik_link_lower[j, 0], ik_link_lower[j, 1],
-                           ik_link_lower[j, 2], ik_link_upper[j, 0], ik_link_upper[j, 1],
-                           ik_link_upper[j, 2], use_axis)
+        lo0, lo1, lo2 = ik_link_lower[j, 0], ik_link_lower[j, 1], ik_link_lower[j, 2]
+        up0, up1, up2 = ik_link_upper[j, 0], ik_link_upper[j, 1], ik_link_upper[j, 2]
+        if _AXIS_X <= mode <= _AXIS_Z:
+            e = _hinge_limited(mode - _AXIS_X, e[0], e[1], e[2], e[3], lo0, lo1, lo2, up0, up1, up2, use_axis)
+        else:
+            e = _euler_limited(e[0], e[1], e[2], e[3], lo0, lo1, lo2, up0, up1, up2, use_axis)
         q = qmul_scalar(e[0], e[1], e[2], e[3], -pre[0], -pre[1], -pre[2], pre[3])
     r = qmul_scalar(q[0], q[1], q[2], q[3], pre[0], pre[1], pre[2], pre[3])
     if q[0] == ox and q[1] == oy and q[2] == oz and q[3] == ow and r[0] == rx and r[1] == ry \
