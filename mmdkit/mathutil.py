@@ -1,4 +1,4 @@
-"""Small numba helpers for quaternions (x, y, z, w), rigid transforms and Euler angles.
+"""Small numba helpers for quaternions (x, y, z, w) and rigid transforms.
 
 In/out: plain float64 scalars, quaternions as (x, y, z, w) tuples — the helpers are inlined into
 the pose kernels, so the per-bone loops touch no heap and create no array views; ``put3``/``put4``
@@ -63,28 +63,6 @@ def qscale_angle_scalar(x, y, z, w, t):
     if t >= 0.0:
         return qslerp_scalar(0.0, 0.0, 0.0, 1.0, x, y, z, w, t)
     return qslerp_scalar(0.0, 0.0, 0.0, 1.0, -x, -y, -z, w, -t)
-
-
-@njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def qto_euler_xyz_scalar(x, y, z, w):
-    """Angles (rx, ry, rz) with R = Rx·Ry·Rz (column vectors) of unit quaternion (x, y, z, w)."""
-    sy = max(-1.0, min(1.0, 2 * (x * z + y * w)))
-    ry = math.asin(sy)
-    if abs(sy) < 0.999999:
-        rx = math.atan2(-(2 * (y * z - x * w)), 1 - 2 * (x * x + y * y))
-        rz = math.atan2(-(2 * (x * y - z * w)), 1 - 2 * (y * y + z * z))
-    else:
-        rx = math.atan2(2 * (y * z + x * w), 1 - 2 * (x * x + z * z))
-        rz = 0.0
-    return rx, ry, rz
-
-
-@njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def qfrom_euler_xyz_scalar(rx, ry, rz):
-    """Quaternion (tuple) of R = Rx(rx)·Ry(ry)·Rz(rz)."""
-    a = qmul_scalar(math.sin(0.5 * rx), 0.0, 0.0, math.cos(0.5 * rx),
-                    0.0, math.sin(0.5 * ry), 0.0, math.cos(0.5 * ry))
-    return qmul_scalar(a[0], a[1], a[2], a[3], 0.0, 0.0, math.sin(0.5 * rz), math.cos(0.5 * rz))
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
