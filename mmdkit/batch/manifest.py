@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
+from mmdkit.animation.frames import split_frames
 from mmdkit.errors import FormatError, OptionError
 
 EXPORT_OUTPUTS = ("npz", "glb", "gltf", "bvh", "vmd")
@@ -66,24 +67,15 @@ class Job:
 
 
 def parse_range(spec, where: str) -> tuple[float, float | None, float | None]:
-    """'A:B[:STEP]' (B inclusive; empty A = 0, empty B = the motion's end) or 'A' → (start, end, step)."""
-    parts = str(spec).strip().split(":")
-    if len(parts) > 3 or not str(spec).strip():
+    """'A:B[:STEP]' (B inclusive; empty A = 0, empty B = the motion's end) or 'A' → (start, end, step),
+    checked by ``mmdkit.animation.frames.split_frames``; FormatError naming ``where`` otherwise."""
+    text = str(spec).strip()
+    try:
+        start, end, step, count = split_frames(text, option="frames")
+    except OptionError as e:
+        raise FormatError(f"frames {e.detail}", path=where) from None
+    if count is not None or not text:
         raise FormatError(f"frames '{spec}' is not A:B[:STEP]", path=where)
-    nums = []
-    for text in parts:
-        try:
-            v = float(text) if text.strip() else None
-        except ValueError:
-            raise FormatError(f"frames '{spec}': '{text}' is not a number", path=where) from None
-        if v is not None and (not math.isfinite(v) or v < 0):
-            raise FormatError(f"frames '{spec}': '{text}' must be a finite number >= 0", path=where)
-        nums.append(v)
-    start = nums[0] or 0.0
-    end = nums[1] if len(parts) > 1 else start
-    step = nums[2] if len(parts) > 2 else None
-    if step is not None and step <= 0:
-        raise FormatError(f"frames '{spec}': the step must be > 0", path=where)
     if end is not None and end < start:
         raise FormatError(f"frames '{spec}': the end is before the start", path=where)
     return start, end, step
