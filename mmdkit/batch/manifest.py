@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from mmdkit.animation.frames import split_frames
+from mmdkit.animation.frames import MOTION_FPS, split_frames
 from mmdkit.errors import FormatError, OptionError
 
 EXPORT_OUTPUTS = ("npz", "glb", "gltf", "bvh", "vmd")
@@ -49,7 +49,7 @@ class Job:
     camera: str | None = None
     audio: str | None = None
     physics: bool = True
-    fps: float = 30.0
+    fps: float = MOTION_FPS
     options: dict = field(default_factory=dict)
     test_exit_once: str | None = None
     key: str = ""
@@ -145,7 +145,7 @@ def make_job(entry: dict, base: str, where: str, defaults: dict | None = None) -
     if frames not in (None, ""):
         parse_range(frames, where)
     try:
-        fps = float(entry.get("fps", 30.0))
+        fps = float(entry.get("fps", MOTION_FPS))
     except (TypeError, ValueError):
         raise FormatError(f"fps {entry.get('fps')!r} is not a number", path=where) from None
     if not (math.isfinite(fps) and fps > 0):
@@ -275,7 +275,7 @@ def read_manifest(path: str, defaults: dict | None = None) -> list:
 
 
 def cross_product(models, motions, outputs, *, frames=None, camera=None, audio=None, physics=True,
-                  fps=30.0, defaults=None) -> list:
+                  fps=MOTION_FPS, defaults=None) -> list:
     """One job per (model, motion) of the files the glob patterns match, sorted, named."""
     def expand(patterns, opt):
         files = sorted({os.path.abspath(p) for pat in patterns for p in glob.glob(os.path.expanduser(pat))

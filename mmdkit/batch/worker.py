@@ -12,6 +12,7 @@ import gc
 import os
 import time
 
+from mmdkit.animation.frames import MOTION_FPS
 from mmdkit.animation.motion import Motion, Pose
 from mmdkit.batch.manifest import RENDER_OUTPUTS, parse_range
 from mmdkit.batch.plan import job_row
@@ -19,7 +20,6 @@ from mmdkit.errors import MmdkitError, OptionError
 from mmdkit.formats.io import load
 from mmdkit.model.model import Model
 
-MOTION_FPS = 30.0
 SHOWN_WARNINGS = 5
 """Load warnings of one file kept in a results row; the rest are counted."""
 

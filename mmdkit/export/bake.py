@@ -19,7 +19,6 @@ from numba import njit, prange
 from mmdkit.animation.frames import MOTION_FPS, check_fps, check_frames
 from mmdkit.animation.frames import output_frames as frame_range
 from mmdkit.animation.motion import Motion
-from mmdkit.errors import check_number  # noqa: F401  (export/gltf imports it from here)
 from mmdkit.mathutil import qfrom_matrix3_scalar, qmul_scalar, qrot_scalar
 
 MAX_PHYSICS_STEP = 1.0

@@ -17,7 +17,8 @@ import os
 import numpy as np
 
 from mmdkit.errors import OptionError
-from mmdkit.export.bake import MOTION_FPS, check_number
+from mmdkit.animation.frames import MOTION_FPS
+from mmdkit.errors import check_number
 from mmdkit.export.gltf.animation import (Channel, add_animation, camera_channels, camera_pose, joint_channels,
                                           skeleton, weight_channel)
 from mmdkit.export.gltf.container import GltfDocument
