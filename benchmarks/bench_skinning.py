@@ -2,9 +2,10 @@
 batches, triangle cage build/deform, bone boxes.
 
 In: the real assets (../shared/assets or $MMDKIT_ASSETS). Out: printed medians.
-Run: python3 benchmarks/bench_skinning.py [--repeat N]
-Targets: Gene positions+normals ≤ 0.34 ms/frame (saba 0.68 ms); Gene palette at P=13 ≪ 1 s;
-cage 100k vertices × 2k triangles ≈ 1 s.
+Run: python3 benchmarks/bench_skinning.py [--repeat N]   (one core: NUMBA_NUM_THREADS=1 taskset -c 1 ...)
+     python3 benchmarks/bench_skinning.py --gpu FRAMES   (GPU skinning and 1080p frames, 1/10/100 characters)
+Targets: CPU skinning ≤ 0.5x saba on one core (benchmarks/compare_saba.py) and ≤ 2x the plain copy of
+the bytes it touches; Gene palette at P=13 ≪ 1 s; cage 100k vertices × 2k triangles ≈ 1 s.
 """
 
 from __future__ import annotations
@@ -38,19 +39,25 @@ def median_ms(fn, repeat, warm=3):
     return statistics.median(ts), min(ts)
 
 
-def bytes_per_frame(sk, with_offset):
-    V = sk.num_vertices
-    per_v = (sk.bind_position.itemsize * 3 + sk.bind_normal.itemsize * 3 + sk.vertex_bone.itemsize * 4
-             + sk.vertex_weight.itemsize * 4 + 1 + (12 if with_offset else 0) + 24)
-    return V * per_v + sk.num_bones * 64
+def bytes_per_frame(sk, offset):
+    """Bytes one ``skin`` call must touch: the grouped tables it reads, the morph offsets of the
+    morphable rows, and the two (V, 3) float32 outputs it writes."""
+    morphed = sum(int(sk.group_start[g + 1] - sk.group_start[g]) for g in range(1, len(sk.group_start) - 1, 2))
+    read = sum(a.nbytes for a in sk._tables) + (morphed * 12 if offset is not None else 0)
+    return read, 2 * sk.num_vertices * 12
 
 
-def copy_bandwidth(nbytes, repeat):
-    """GB/s of a numpy copy of the same working set (read + write = 2 × nbytes/2)."""
-    a = np.ones(nbytes // 2, np.uint8)
-    b = np.empty_like(a)
-    med, mn = median_ms(lambda: np.copyto(b, a), repeat)
-    return nbytes / (mn * 1e-3) / 1e9, nbytes / (med * 1e-3) / 1e9
+def copy_floor_ms(read, write, repeat):
+    """(median, min) ms of a plain copy of ``read`` bytes (numpy) plus filling the ``write`` output
+    bytes: memory traffic at least that of skinning, no arithmetic."""
+    src = np.ones(read, np.uint8)
+    dst = np.empty_like(src)
+    out = np.empty(write, np.uint8)
+
+    def run():
+        np.copyto(dst, src)
+        out.fill(0)
+    return median_ms(run, repeat)
 
 
 def bench_skin(label, sk, S, repeat, offset=None):
@@ -161,27 +168,31 @@ def main():
     sk = CpuSkinner(gene)
     print(f"  precompute CpuSkinner: {(time.perf_counter() - t) * 1e3:.1f} ms")
     S = random_rigid(gene.num_bones, rng, angle=0.6, spread=2)
-    rows = bench_skin("positions+normals", sk, S, a.repeat)
-    off = (rng.normal(size=(gene.num_vertices, 3)) * 0.01).astype(np.float32)
+    bench_skin("positions+normals", sk, S, a.repeat)
+    off = np.zeros((gene.num_vertices, 3), np.float32)  # offsets where Gene's vertex morphs reach
+    off[gene.vertex_morph_vertex] = rng.normal(size=(len(gene.vertex_morph_vertex), 3)) * 0.01
+    p1 = np.empty((gene.num_vertices, 3), np.float32)
+    n1 = np.empty_like(p1)
     bench_skin("positions+normals + vertex morph", sk, S, a.repeat, off)
-    nbytes = bytes_per_frame(sk, False)
-    bw_best, bw_med = copy_bandwidth(nbytes, a.repeat)
-    floor_ms = nbytes / (bw_best * 1e9) * 1e3
-    best = min(r[1] for r in rows)
-    print(f"  bytes moved/frame ≈ {nbytes / 1e6:.2f} MB; numpy copy of that working set: {bw_best:.1f} GB/s best"
-          f" ({bw_med:.1f} median), 1 thread → floor {floor_ms:.3f} ms; best kernel {best:.3f} ms = "
-          f"{best / floor_ms:.1f}× the single-thread copy floor. Target ≤ 0.34 ms (saba 0.68 ms).")
+    for label, o in (("no morph", None), ("vertex morph", off)):
+        read, write = bytes_per_frame(sk, o)
+        fl_med, fl_min = copy_floor_ms(read, write, a.repeat)
+        k_med, k_min = median_ms(lambda: sk.skin(S, o, p1, n1, parallel=False), a.repeat)
+        print(f"  1 thread, {label}: reads {read / 1e6:.2f} MB + writes {write / 1e6:.2f} MB; plain copy of that "
+              f"{fl_med:.3f} ms (min {fl_min:.3f}); kernel {k_med:.3f} ms (min {k_min:.3f}) = "
+              f"{k_med / fl_med:.2f}x the copy floor (median), {k_min / fl_min:.2f}x (min)")
+    t_p = median_ms(lambda: sk.skin(S, off, p1, None, parallel=False), a.repeat)[0]
+    print(f"  positions only (out_normal=None), 1 thread: {t_p:.3f} ms")
 
     V = 200_000
     syn = synthetic_model(V, 200, rng)
     sks = CpuSkinner(syn)
     print(f"Synthetic: {V} vertices, 200 bones")
     rows = bench_skin("positions+normals", sks, random_rigid(200, rng, angle=0.6), max(30, a.repeat // 5))
-    nbytes = bytes_per_frame(sks, False)
-    bw_best, _ = copy_bandwidth(nbytes, 50)
+    read, write = bytes_per_frame(sks, None)
+    fl = copy_floor_ms(read, write, 50)[0]
     best = min(r[1] for r in rows)
-    print(f"  bytes moved/frame ≈ {nbytes / 1e6:.1f} MB; copy {bw_best:.1f} GB/s → floor "
-          f"{nbytes / (bw_best * 1e9) * 1e3:.3f} ms; best kernel {best:.3f} ms")
+    print(f"  reads {read / 1e6:.1f} MB + writes {write / 1e6:.1f} MB; plain copy {fl:.3f} ms; best kernel {best:.3f} ms")
 
     print("Palette batches (Gene):")
     for P in (13, 36):
