@@ -332,7 +332,7 @@ def test_glb_reads_in_assimp_when_installed(assets, wavefile, tmp_path):
 def test_key_reduction_bounds_every_frame():
     from mmdkit.export.gltf.reduce import (LERP_L2, SLERP_ANGLE, continuous_quaternions, joint_budgets,
                                            keep_keys)
-    from mmdkit.formats.gltf.animation import _slerp
+    from mmdkit.animation.rotation import slerp_rows as _slerp
 
     rng = np.random.default_rng(7)
     F = 400
