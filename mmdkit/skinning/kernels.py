@@ -44,13 +44,23 @@ def _sin_half_pi(x):
         1.0 / 362880.0 + x2 * (-1.0 / 39916800.0 + x2 * (1.0 / 6227020800.0)))))))
 
 
+@njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
+def _is_rotation(m00, m01, m02, m10, m11, m12, m20, m21, m22):
+    """True when the 3×3 rows are orthonormal to float32 precision: it keeps unit vectors unit."""
+    tol = 2e-6
+    return (abs(m00 * m00 + m01 * m01 + m02 * m02 - 1.0) < tol and abs(m10 * m10 + m11 * m11 + m12 * m12 - 1.0) < tol
+            and abs(m20 * m20 + m21 * m21 + m22 * m22 - 1.0) < tol and abs(m00 * m10 + m01 * m11 + m02 * m12) < tol
+            and abs(m00 * m20 + m01 * m21 + m02 * m22) < tol and abs(m10 * m20 + m11 * m21 + m12 * m22) < tol)
+
+
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST)
 def _bdef1(lo, hi, g0, M, bdef1_bone, vertex_index, vertex_bind, vertex_offset, has_offset, want_normal,
            vertex_position_out, vertex_normal_out):
     """Rows [lo, hi) of the permuted tables, BDEF1 (one matrix); g0 = the group's first row. The
-    group is sorted by bone: the matrix is read once per run."""
+    group is sorted by bone: the matrix is read, and checked for being a rotation, once per run."""
     pb = -1
     m00 = m01 = m02 = m03 = m10 = m11 = m12 = m13 = m20 = m21 = m22 = m23 = np.float32(0.0)
+    rigid = False
     for v in range(lo, hi):
         i = vertex_index[v]
         b = bdef1_bone[v - g0]
@@ -58,6 +68,7 @@ def _bdef1(lo, hi, g0, M, bdef1_bone, vertex_index, vertex_bind, vertex_offset, 
             m00 = M[b, 0, 0]; m01 = M[b, 0, 1]; m02 = M[b, 0, 2]; m03 = M[b, 0, 3]
             m10 = M[b, 1, 0]; m11 = M[b, 1, 1]; m12 = M[b, 1, 2]; m13 = M[b, 1, 3]
             m20 = M[b, 2, 0]; m21 = M[b, 2, 1]; m22 = M[b, 2, 2]; m23 = M[b, 2, 3]
+            rigid = _is_rotation(m00, m01, m02, m10, m11, m12, m20, m21, m22)
             pb = b
         px = vertex_bind[v, 0]; py = vertex_bind[v, 1]; pz = vertex_bind[v, 2]
         if has_offset:
@@ -66,8 +77,11 @@ def _bdef1(lo, hi, g0, M, bdef1_bone, vertex_index, vertex_bind, vertex_offset, 
              m20 * px + m21 * py + m22 * pz + m23)
         if want_normal:
             nx = vertex_bind[v, 3]; ny = vertex_bind[v, 4]; nz = vertex_bind[v, 5]
-            mx, my, mz = _unit(m00 * nx + m01 * ny + m02 * nz, m10 * nx + m11 * ny + m12 * nz,
-                               m20 * nx + m21 * ny + m22 * nz)
+            mx = m00 * nx + m01 * ny + m02 * nz
+            my = m10 * nx + m11 * ny + m12 * nz
+            mz = m20 * nx + m21 * ny + m22 * nz
+            if not rigid:  # a rotation keeps the unit bind normal unit
+                mx, my, mz = _unit(mx, my, mz)
             put3(vertex_normal_out, i, mx, my, mz)
 
 
