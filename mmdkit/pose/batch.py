@@ -40,7 +40,7 @@ def pose_frames(frames, num_chunks, motion_keys, bone_in, ik_in, morph_in, coupl
                      np.zeros((0, 16), np.float32))
         ik_enabled = np.ones(K, np.uint8)
         visible = np.ones(1, np.uint8)
-        bone_skin = np.zeros((B, 4, 4), np.float32)
+        bone_skin = np.zeros((0, 4, 4), np.float32)  # not kept: write_matrices skips it
         for i in range(lo, hi):
             frame_out = (ik_enabled, visible, bone_world_out[i], bone_skin)
             run_stages(SAMPLE, BONES_AFTER_PHYSICS, frames[i], False, motion_keys, bone_in, ik_in, morph_in,
