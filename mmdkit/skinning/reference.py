@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mmdkit.animation.rotation import slerp_rows
 from mmdkit.model.model import DEFORM_BDEF1, DEFORM_BDEF2, DEFORM_BDEF4, DEFORM_QDEF, DEFORM_SDEF
 from mmdkit.model.deform import effective_weights
 
@@ -49,20 +50,6 @@ def quat_mul(a, b):
                      aw * by - ax * bz + ay * bw + az * bx,
                      aw * bz + ax * by - ay * bx + az * bw,
                      aw * bw - ax * bx - ay * by - az * bz], -1)
-
-
-def slerp(a, b, t):
-    """Row-wise slerp of unit quaternions a, b (n, 4) by t (n,), shortest path."""
-    d = np.einsum("ij,ij->i", a, b)
-    b = np.where(d[:, None] < 0, -b, b)
-    d = np.abs(d)
-    th = np.arccos(np.clip(d, -1, 1))
-    s = np.sin(th)
-    small = s < 1e-6
-    k0 = np.where(small, 1 - t, np.sin((1 - t) * th) / np.where(small, 1, s))
-    k1 = np.where(small, t, np.sin(t * th) / np.where(small, 1, s))
-    q = k0[:, None] * a + k1[:, None] * b
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
 
 
 def rotation_matrices(axis_angle):
@@ -125,7 +112,7 @@ def skin_reference(model, bone_skin, vertex_offset=None, bind_normal=None):
         rw = w0[:, None] * r0 + w1[:, None] * r1
         cr0 = (c + (c + r0 - rw)) / 2
         cr1 = (c + (c + r1 - rw)) / 2
-        q = slerp(quat_from_matrix(M0[:, :3, :3]), quat_from_matrix(M1[:, :3, :3]), w1)
+        q = slerp_rows(quat_from_matrix(M0[:, :3, :3]), quat_from_matrix(M1[:, :3, :3]), w1)
         R = quat_matrix(q)
 
         def tr(Mx, x):
