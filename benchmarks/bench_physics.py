@@ -64,14 +64,16 @@ def bench_single(model, pose, reps):
 
 def bench_many(model, motion, n, frames, threads):
     """ms/frame of ``play`` over n Gene characters with physics (each its own world) on
-    ``threads`` threads: wall time, after a 30-frame warm-up that includes the first settle."""
+    ``threads`` threads: (wall time per frame, CPU time / wall time), after a 30-frame warm-up
+    that includes the first settle."""
     chars = [Character(model, motion, physics=MMDPhysics(model)) for _ in range(n)]
     for _ in play(chars, range(30), threads=threads):
         pass
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in play(chars, range(30, 30 + frames), threads=threads):
         pass
-    return (time.perf_counter() - t0) / frames
+    wall = time.perf_counter() - t0
+    return wall / frames, (time.process_time() - c0) / wall
 
 
 def main():
@@ -99,10 +101,10 @@ def main():
     print(f"Character 'physics' stage (step + driven-bone read-back + refresh) "
           f"{np.median(stage[1:]) * 1e3:7.3f} ms/frame (median)")
     for n in a.characters:
-        serial = min(bench_many(model, motion, n, min(a.frames, 300), 1) for _ in range(a.reps))
-        parallel = min(bench_many(model, motion, n, min(a.frames, 300), 2) for _ in range(a.reps))
-        print(f"{n} characters (pose + physics, play): 1 thread {serial * 1e3:7.3f} ms/frame, "
-              f"2 threads {parallel * 1e3:7.3f} ms/frame, speed-up x{serial / parallel:.2f} (best of {a.reps})")
+        for _ in range(a.reps):  # back to back, so both see the same load
+            (serial, _), (parallel, busy) = (bench_many(model, motion, n, min(a.frames, 300), t) for t in (1, 2))
+            print(f"{n} characters (pose + physics, play): 1 thread {serial * 1e3:7.3f} ms/frame, 2 threads "
+                  f"{parallel * 1e3:7.3f} ms/frame (CPU/wall {busy:.2f}), speed-up x{serial / parallel:.2f}")
 
 if __name__ == "__main__":
     main()
