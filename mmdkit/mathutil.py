@@ -66,6 +66,14 @@ def qscale_angle_scalar(x, y, z, w, t):
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def qto_matrix3_scalar(x, y, z, w):
+    """Unit quaternion (x, y, z, w) → its 3×3 rotation as 9 scalars, row-major (column vectors)."""
+    return (1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w),
+            2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w),
+            2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y))
+
+
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
 def qfrom_matrix3_scalar(m00, m01, m02, m10, m11, m12, m20, m21, m22):
     """Unit quaternion (tuple) of an orthonormal 3×3 rotation given row by row."""
     tr = m00 + m11 + m22

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from mmdkit.mathutil import put3, put4, qfrom_matrix3_scalar
+from mmdkit.mathutil import put3, put4, qfrom_matrix3_scalar, qto_matrix3_scalar
 from mmdkit.pose.fk import update_local, update_world
 from mmdkit.pose.ik import solve_ik
 
@@ -69,15 +69,7 @@ def write_matrices(position, world_p, world_q, bone_world_out, bone_skin_out):
     skin = bone_skin_out.shape[0] != 0
     for b in range(world_p.shape[0]):
         x, y, z, w = world_q[b, 0], world_q[b, 1], world_q[b, 2], world_q[b, 3]
-        r00 = 1 - 2 * (y * y + z * z)
-        r01 = 2 * (x * y - z * w)
-        r02 = 2 * (x * z + y * w)
-        r10 = 2 * (x * y + z * w)
-        r11 = 1 - 2 * (x * x + z * z)
-        r12 = 2 * (y * z - x * w)
-        r20 = 2 * (x * z - y * w)
-        r21 = 2 * (y * z + x * w)
-        r22 = 1 - 2 * (x * x + y * y)
+        r00, r01, r02, r10, r11, r12, r20, r21, r22 = qto_matrix3_scalar(x, y, z, w)
         px, py, pz = world_p[b, 0], world_p[b, 1], world_p[b, 2]
         rot = (r00, r01, r02, r10, r11, r12, r20, r21, r22)
         for i in range(3):

@@ -13,7 +13,7 @@ import math
 
 from numba import njit
 
-from mmdkit.mathutil import put4, qmul_scalar, qrot_scalar
+from mmdkit.mathutil import put4, qmul_scalar, qrot_scalar, qto_matrix3_scalar
 from mmdkit.pose.fk import update_local, update_world
 
 _NB = dict(cache=True, nogil=True, error_model="numpy")
@@ -55,15 +55,7 @@ def _euler_limited(x, y, z, w, lx, ly, lz, ux, uy, uz, reflect):
 
     Order: Y·X·Z when X stays within ±90°, else Z·Y·X when Y does, else X·Z·Y (the middle angle
     is the one kept within ±88°). R = Ra(a)·Rb(b)·Rc(c) for order "abc" (column vectors)."""
-    r01 = 2.0 * (x * y - z * w)
-    r02 = 2.0 * (x * z + y * w)
-    r10 = 2.0 * (x * y + z * w)
-    r11 = 1.0 - 2.0 * (x * x + z * z)
-    r12 = 2.0 * (y * z - x * w)
-    r20 = 2.0 * (x * z - y * w)
-    r21 = 2.0 * (y * z + x * w)
-    r22 = 1.0 - 2.0 * (x * x + y * y)
-    r00 = 1.0 - 2.0 * (y * y + z * z)
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = qto_matrix3_scalar(x, y, z, w)
     half = 0.5 * math.pi
     if -half < lx and ux < half:  # Y·X·Z
         a1, a2, a3 = 1, 0, 2
