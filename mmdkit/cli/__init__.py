@@ -19,8 +19,8 @@ from mmdkit.errors import MmdkitError, OptionError
 
 # name -> (module, one-line help shown by `mmdkit --help`)
 SUBCOMMANDS = {
-    "info": ("mmdkit.cli.info", "Summarise a PMX/PMD/VMD/VPD file (counts, names, warnings)."),
-    "convert": ("mmdkit.cli.convert", "Convert between formats by extension (PMD→PMX, rewrite)."),
+    "info": ("mmdkit.cli.info", "Summarise a model or motion file: PMX/PMD/VMD/VPD, glTF/GLB, FBX/.x/COLLADA/BVH… (counts, names, warnings)."),
+    "convert": ("mmdkit.cli.convert", "Convert between formats by extension (PMD→PMX, glTF/FBX/.x→PMX, a clip→VMD; says what was dropped)."),
     "pose": ("mmdkit.cli.pose", "Pose a model with a motion over frames and write arrays (.npz)."),
     "bench": ("mmdkit.cli.bench", "Time each per-frame stage (sample, morph, bones, physics, skin)."),
     "render": ("mmdkit.cli.render", "Render a model dancing to a motion into a video, a PNG or PNG frames."),
