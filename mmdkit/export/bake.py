@@ -20,10 +20,7 @@ from mmdkit.animation.frames import MOTION_FPS, check_fps, check_frames
 from mmdkit.animation.frames import output_frames as frame_range
 from mmdkit.animation.motion import Motion
 from mmdkit.mathutil import qfrom_matrix3_scalar, qmul_scalar, qrot_scalar
-
-MAX_PHYSICS_STEP = 1.0
-"""With physics, output frames further apart than this many motion frames get in-between frames
-simulated (not recorded) so the world steps at ≥ 30 Hz instead of resetting on every jump."""
+from mmdkit.runtime.simulation import physics_frames
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,22 +61,6 @@ def output_frames(motion, fps: float = MOTION_FPS, start: float = 0.0, end: floa
     if end is None:
         end = float(motion.last_frame) if isinstance(motion, Motion) else 0.0
     return frame_range(start, end, fps)
-
-
-def _simulated_frames(frames: np.ndarray, physics_on: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(frames to pose in order, (F,) indices of the recorded ones): with physics, frames more
-    than MAX_PHYSICS_STEP apart get evenly spaced in-between frames."""
-    if not physics_on or len(frames) < 2:
-        return frames, np.arange(len(frames))
-    gaps = np.diff(frames)
-    sub = np.where((gaps > MAX_PHYSICS_STEP), np.ceil(gaps / MAX_PHYSICS_STEP), 1).astype(np.int64)
-    sub[gaps <= 0] = 1
-    out = [frames[:1]]
-    for i, n in enumerate(sub):
-        out.append(frames[i] + gaps[i] * np.arange(1, n + 1) / n)
-    posed = np.concatenate(out)
-    posed[np.concatenate(([0], np.cumsum(sub)))] = frames  # exact values at the recorded ones
-    return posed, np.concatenate(([0], np.cumsum(sub)))
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
@@ -180,7 +161,7 @@ def _run(ch, frames: np.ndarray, progress: bool, on_frame):
     """Pose character ``ch`` frame by frame (in-between frames simulated where physics needs them);
     returns bone_world (F,B,4,4) f32, world_p (F,B,3), world_q (F,B,4) f64, morph_weight (F,N) f32
     and the (B,) bool mask of bones physics drove."""
-    posed, keep = _simulated_frames(frames, ch.simulation.active)
+    posed, keep = physics_frames(frames) if ch.simulation.active else (frames, np.arange(len(frames)))
     F, B, N = len(frames), ch.model.num_bones, ch.model.num_morphs
     bone_world = np.empty((F, B, 4, 4), np.float32)
     world_p = np.empty((F, B, 3))

@@ -27,6 +27,29 @@ DEFAULT_SETTLE_SECONDS = 1.5
 """Simulated seconds with the pose held after a seek: Gene's and mokou's hair, ribbons and skirts
 stop swinging within 1–2 s (mokou at frame 600: driven bones 5.6 units from the no-physics pose,
 a third closer to a run from frame 0 than without settling). ~0.1–0.2 s of CPU per seek."""
+PHYSICS_STEP_FRAMES = 1.0
+"""Largest gap between posed frames when an output must follow the simulation continuously
+(``physics_frames``): bake/export pose in-between frames rather than let a jump become a seek."""
+
+
+def physics_frames(frames: np.ndarray, max_step: float = PHYSICS_STEP_FRAMES) -> tuple[np.ndarray, np.ndarray]:
+    """(frames to pose in order, (F,) indices of the given ones among them): gaps between the
+    (F,) float64 ``frames`` wider than ``max_step`` get evenly spaced in-between frames, so the
+    bodies are stepped through them instead of being reset by a seek."""
+    if len(frames) < 2:
+        return frames, np.arange(len(frames))
+    gaps = np.diff(frames)
+    sub = np.where((gaps > max_step), np.ceil(gaps / max_step), 1).astype(np.int64)
+    sub[gaps <= 0] = 1
+    out = [frames[:1]]
+    for i, n in enumerate(sub):
+        out.append(frames[i] + gaps[i] * np.arange(1, n + 1) / n)
+    posed = np.concatenate(out)
+    keep = np.concatenate(([0], np.cumsum(sub)))
+    posed[keep] = frames  # exact values at the given ones
+    return posed, keep
+
+
 
 
 class Simulation:
