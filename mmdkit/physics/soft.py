@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["soft_body_mesh", "add_soft_bodies", "SOFT_BODY_MAX_ITERATIONS"]
+from mmdkit.model.model import SOFT_BODY_MAX_ITERATIONS  # one cap, read by the PMX reader too
 
-#: Solver iterations per pass (velocity, position, drift, cluster) a soft body may ask for: the
-#: PMX 2.1 fields are int32 and 2**31 - 1 would hang the first step. PMX Editor's defaults are
-#: 0/1/0/4; Bullet's demos use ≤ 20. Larger values are clamped (with a warning).
-SOFT_BODY_MAX_ITERATIONS = 64
+__all__ = ["soft_body_mesh", "add_soft_bodies", "SOFT_BODY_MAX_ITERATIONS"]
 
 
 def soft_body_mesh(model, rec):

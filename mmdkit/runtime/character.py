@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from mmdkit.animation.binding import BoundMotion, bind_motion
+from mmdkit.animation.frames import MOTION_FPS
 from mmdkit.animation.motion import Pose
 from mmdkit.animation.vpd import motion_from_pose
 from mmdkit.pose.rig import MATERIAL_MORPH_CHANNELS, rig_for
@@ -21,7 +22,7 @@ from mmdkit.pose.stages import (BONES_AFTER_PHYSICS, BONES_BEFORE_PHYSICS, PHYSI
 from mmdkit.pose.state import PoseState
 from mmdkit.runtime.simulation import DEFAULT_SETTLE_SECONDS, Simulation
 
-FPS = 30.0
+FPS = MOTION_FPS
 """Motion frames per second (VMD keys are at 30 fps)."""
 
 
