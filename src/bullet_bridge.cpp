@@ -2,6 +2,9 @@
 // A World is created from arrays of rigid bodies (R) and 6-DOF spring joints (J); kinematic
 // targets go in as one (K,4,4) array, transforms come out as one (R,4,4) float32 array
 // (row-major, column vectors: p = M @ [x,y,z,1]).  step() releases the GIL.
+// Bones in and out: with the coupling set (set_coupling), set_bones/pull_bones/step_bones take the
+// (B,4,4) bone matrices directly, so a frame is one call with the GIL released.
+// Narrowphase: pairs that cannot touch are skipped (bullet_culling.hpp), with bit-identical results.
 // Blow-up guard: after each step a body (dynamic or kinematic) that is non-finite or farther than
 // `limit` from its target is put back on its target with zero velocity; a soft body with a
 // non-finite node or a node farther than `limit` from the bodies' targets goes back to its rest
@@ -15,6 +18,10 @@
 #include <BulletSoftBody/btSoftBodyRigidBodyCollisionConfiguration.h>
 #include <BulletSoftBody/btSoftBodyHelpers.h>
 #include <BulletSoftBody/btSoftBody.h>
+#include <BulletCollision/BroadphaseCollision/btAxisSweep3.h>
+#include <BulletCollision/CollisionDispatch/btSimulationIslandManager.h>
+
+#include "bullet_culling.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -33,6 +40,18 @@ using I1 = nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu
 using I2 = nb::ndarray<const int32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using B1 = nb::ndarray<const bool, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using OutF3 = nb::ndarray<float, nb::ndim<3>, nb::c_contig, nb::device::cpu>;
+
+// out[i][j] = sum_k a[i][k] * b[k][j] for rows i < rows of 4x4 row-major float matrices, products in
+// float, summed in double (as the numba kernels it replaces did); columns where skip_col are kept.
+static void mat4_mul(const float* a, const float* b, float* out, int rows, int skip_col) {
+    for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < 4; ++j) {
+            if (j == skip_col) continue;
+            double s = 0.0;
+            for (int k = 0; k < 4; ++k) s += double(a[4 * i + k] * b[4 * k + j]);
+            out[4 * i + j] = float(s);
+        }
+}
 
 static btTransform to_bt(const float* m) {
     btMatrix3x3 r(m[0], m[1], m[2], m[4], m[5], m[6], m[8], m[9], m[10]);
@@ -92,6 +111,10 @@ private:
     bool lever_arm_275_;
 };
 
+// Half size of the sweep-and-prune broadphase's box (model units); bodies beyond it still collide,
+// they only share the box's edge in the broadphase.
+constexpr btScalar BROADPHASE_BOUND = 1e5f;
+
 static void need(bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument(what);
 }
@@ -115,8 +138,15 @@ public:
         } else {
             config_ = std::make_unique<btDefaultCollisionConfiguration>();
         }
-        dispatcher_ = std::make_unique<btCollisionDispatcher>(config_.get());
-        broadphase_ = std::make_unique<btDbvtBroadphase>();
+        dispatcher_ = std::make_unique<CullingDispatcher>(config_.get());
+        // Rigid worlds: sweep and prune (its incremental updates beat rebuilding Dbvt leaves for bodies
+        // that all move every step; no ray-cast accelerator, nothing casts rays); soft bodies keep Dbvt.
+        if (soft) {
+            broadphase_ = std::make_unique<btDbvtBroadphase>();
+        } else {
+            const btVector3 bound(BROADPHASE_BOUND, BROADPHASE_BOUND, BROADPHASE_BOUND);
+            broadphase_ = std::make_unique<bt32BitAxisSweep3>(-bound, bound, unsigned(n + 2), nullptr, true);
+        }
         solver_ = std::make_unique<btSequentialImpulseConstraintSolver>();
         btVector3 g(gravity(0), gravity(1), gravity(2));
         if (soft) {
@@ -136,6 +166,9 @@ public:
         }
         world_->setGravity(g);
         world_->getSolverInfo().m_numIterations = solver_iterations;
+        // one solver call for all islands: Bullet's per-island split and sort cost more than they save
+        // at MMD's size (the order of the rows changes, the rows themselves do not)
+        world_->getSimulationIslandManager()->setSplitIslands(false);
 
         if (floor) {
             // A plane for rigid worlds; a thick box (top at y = 0) where soft bodies live, since
@@ -156,6 +189,7 @@ public:
         }
 
         shapes_.reserve(n);
+        body_shapes_.resize(n);
         bodies_.reserve(n);
         mass_.resize(n);
         inertia_.resize(n);
@@ -194,6 +228,11 @@ public:
             ci.m_restitution = restitution(i);
             ci.m_additionalDamping = true;  // as saba does
             auto b = std::make_unique<btRigidBody>(ci);
+            BodyShape& bs = body_shapes_[i];
+            bs = BodyShape{shape(i) == 1 ? 1 : 0, 0, shape(i) == 2 ? btScalar(0.5f * sy) : btScalar(0), sx,
+                           btVector3(sx, sy, sz), s->getContactBreakingThreshold(gContactBreakingThreshold)};
+            bs.bound = bounding_radius(bs);
+            b->setUserPointer(&body_shapes_[i]);
             if (kin) b->setCollisionFlags(b->getCollisionFlags() | btCollisionObject::CF_KINEMATIC_OBJECT);
             b->setActivationState(DISABLE_DEACTIVATION);
             b->setSleepingThresholds(0.01f, 0.1f * SIMD_RADS_PER_DEG);
@@ -277,14 +316,59 @@ public:
         for (size_t k = 0; k < n; ++k) {
             int i = indices(k);
             need(i >= 0 && i < nb_, "body index out of range: " + std::to_string(i));
-            btTransform t = to_bt(transforms.data() + 16 * k);
-            home_[i] = finite(t) ? t : bind_[i];
-            if (kin_[i]) {
-                // Target for the end of the next step(); substeps interpolate towards it.
-                if (!pending_[i]) start_[i] = bodies_[i]->getWorldTransform();
-                pending_[i] = 1;
-            }
+            set_target(size_t(i), transforms.data() + 16 * k);
         }
+    }
+
+    // Bone coupling: body r follows bone body_follow[r] (-1: none) at body_offset[r] (R,4,4);
+    // entry d drives bone drive_bone[d] from body drive_body[d] through body_offset_inv
+    // (drive_mode 2: the bone keeps its translation), while that body is dynamic.
+    void set_coupling(I1 body_follow, F3 body_offset, I1 drive_body, I1 drive_bone, I1 drive_mode,
+                      F3 body_offset_inv, int num_bones) {
+        const size_t n = bodies_.size(), d = drive_body.shape(0);
+        need(body_follow.shape(0) == n && body_offset.shape(0) == n && body_offset_inv.shape(0) == n &&
+             body_offset.shape(1) == 4 && body_offset.shape(2) == 4 && body_offset_inv.shape(1) == 4 &&
+             body_offset_inv.shape(2) == 4, "body_follow (R,), body_offset and body_offset_inv (R,4,4)");
+        need(drive_bone.shape(0) == d && drive_mode.shape(0) == d, "drive_body, drive_bone, drive_mode must be (D,)");
+        for (size_t r = 0; r < n; ++r)
+            need(body_follow(r) >= -1 && body_follow(r) < num_bones, "body_follow out of range");
+        for (size_t k = 0; k < d; ++k)
+            need(drive_body(k) >= 0 && size_t(drive_body(k)) < n && drive_bone(k) >= 0 && drive_bone(k) < num_bones,
+                 "drive_body/drive_bone out of range");
+        follow_.assign(body_follow.data(), body_follow.data() + n);
+        offset_.assign(body_offset.data(), body_offset.data() + 16 * n);
+        offset_inv_.assign(body_offset_inv.data(), body_offset_inv.data() + 16 * n);
+        drive_body_.assign(drive_body.data(), drive_body.data() + d);
+        drive_bone_.assign(drive_bone.data(), drive_bone.data() + d);
+        drive_mode_.assign(drive_mode.data(), drive_mode.data() + d);
+        num_bones_ = num_bones;
+    }
+
+    // Targets from bone_world (B,4,4): body_target_out (R,4,4) = bone @ offset; kinematic bodies
+    // move there over the next step, dynamic ones keep it as their reset pose.
+    void set_bones(F3 bone_world, OutF3 body_target_out) {
+        check_bones(bone_world.shape(0), bone_world.shape(1), bone_world.shape(2), body_target_out);
+        set_bones_raw(bone_world.data(), body_target_out.data());
+    }
+
+    // Bodies' transforms into body_world_out (R,4,4); the rows of bones driven by dynamic bodies
+    // in bone_world (B,4,4) overwritten (top three rows).
+    void pull_bones(OutF3 bone_world, OutF3 body_world_out) {
+        check_bones(bone_world.shape(0), bone_world.shape(1), bone_world.shape(2), body_world_out);
+        pull_bones_raw(bone_world.data(), body_world_out.data());
+    }
+
+    // set_bones, step, pull_bones in one call without the GIL; returns the blow-up resets.
+    int step_bones(float dt, int max_substeps, float fixed_step, float limit, OutF3 bone_world,
+                   OutF3 body_target_out, OutF3 body_world_out) {
+        check_bones(bone_world.shape(0), bone_world.shape(1), bone_world.shape(2), body_target_out);
+        need(body_world_out.shape(0) == bodies_.size() && body_world_out.shape(1) == 4 && body_world_out.shape(2) == 4,
+             "body_world_out must be (R,4,4)");
+        nb::gil_scoped_release release;
+        set_bones_raw(bone_world.data(), body_target_out.data());
+        const int bad = step_raw(dt, max_substeps, fixed_step, limit);
+        pull_bones_raw(bone_world.data(), body_world_out.data());
+        return bad;
     }
 
     // flags (R,) bool: true = kinematic (follows its target), false = dynamic.
@@ -322,40 +406,8 @@ public:
     // Kinematic bodies move from where they were to their new targets over the substeps
     // (interpolated, so joints see a smooth velocity instead of one teleport per frame).
     int step(float dt, int max_substeps, float fixed_step, float limit) {
-        int bad = 0;
-        {
-            nb::gil_scoped_release release;
-            if (fixed_step > 0 && max_substeps > 0) {
-                accumulator_ += dt;
-                int n = int(accumulator_ / fixed_step + 1e-6);
-                if (n > max_substeps) {
-                    n = max_substeps;
-                    accumulator_ = 0;  // drop the time we cannot catch up with (as Bullet does)
-                } else {
-                    accumulator_ = std::max(0.0, accumulator_ - n * double(fixed_step));
-                }
-                for (int k = 1; k <= n; ++k) {
-                    btScalar a = btScalar(k) / btScalar(n);
-                    for (size_t i = 0; i < bodies_.size(); ++i) {
-                        if (!kin_[i] || !pending_[i]) continue;
-                        btRigidBody* b = bodies_[i].get();
-                        btTransform t;
-                        t.setOrigin(start_[i].getOrigin().lerp(home_[i].getOrigin(), a));
-                        t.setRotation(start_[i].getRotation().slerp(home_[i].getRotation(), a));
-                        b->setInterpolationWorldTransform(b->getWorldTransform());
-                        b->setWorldTransform(k == n ? home_[i] : t);
-                    }
-                    world_->stepSimulation(fixed_step, 0, fixed_step);
-                }
-                if (n > 0) std::fill(pending_.begin(), pending_.end(), 0);
-            } else {
-                for (size_t i = 0; i < bodies_.size(); ++i)
-                    if (kin_[i] && pending_[i]) { bodies_[i]->setWorldTransform(home_[i]); pending_[i] = 0; }
-                world_->stepSimulation(dt, 0, dt);
-            }
-            bad = guard_bodies(limit) + guard_softs(limit);
-        }
-        return bad;
+        nb::gil_scoped_release release;
+        return step_raw(dt, max_substeps, fixed_step, limit);
     }
 
     void get_transforms_into(OutF3 out) {
@@ -484,6 +536,79 @@ public:
     }
 
 private:
+    void check_bones(size_t b, size_t r4, size_t c4, const OutF3& bodies) const {
+        need(!follow_.empty() || bodies_.empty(), "set_coupling first");
+        need(b == size_t(num_bones_) && r4 == 4 && c4 == 4, "bone_world must be (B,4,4) with B as given to set_coupling");
+        need(bodies.shape(0) == bodies_.size() && bodies.shape(1) == 4 && bodies.shape(2) == 4, "body array must be (R,4,4)");
+    }
+
+    void set_target(size_t i, const float* m) {
+        btTransform t = to_bt(m);
+        home_[i] = finite(t) ? t : bind_[i];
+        if (kin_[i]) {
+            // Target for the end of the next step(); substeps interpolate towards it.
+            if (!pending_[i]) start_[i] = bodies_[i]->getWorldTransform();
+            pending_[i] = 1;
+        }
+    }
+
+    void set_bones_raw(const float* bone_world, float* body_target) {
+        for (size_t r = 0; r < bodies_.size(); ++r) {
+            float* t = body_target + 16 * r;
+            const float* off = offset_.data() + 16 * r;
+            if (follow_[r] < 0) std::copy(off, off + 16, t);
+            else mat4_mul(bone_world + 16 * size_t(follow_[r]), off, t, 4, -1);
+            set_target(r, t);
+        }
+    }
+
+    void pull_bones_raw(float* bone_world, float* body_world) {
+        for (size_t i = 0; i < bodies_.size(); ++i) from_bt(bodies_[i]->getWorldTransform(), body_world + 16 * i);
+        for (size_t d = 0; d < drive_body_.size(); ++d) {
+            const int r = drive_body_[d];
+            if (kin_[r]) continue;
+            mat4_mul(body_world + 16 * size_t(r), offset_inv_.data() + 16 * size_t(r), bone_world + 16 * size_t(drive_bone_[d]),
+                     3, drive_mode_[d] == 2 ? 3 : -1);
+        }
+    }
+
+    int step_raw(float dt, int max_substeps, float fixed_step, float limit) {
+        if (fixed_step > 0 && max_substeps > 0) {
+            accumulator_ += dt;
+            int n = int(accumulator_ / fixed_step + 1e-6);
+            if (n > max_substeps) {
+                n = max_substeps;
+                accumulator_ = 0;  // drop the time we cannot catch up with (as Bullet does)
+            } else {
+                accumulator_ = std::max(0.0, accumulator_ - n * double(fixed_step));
+            }
+            for (int k = 1; k <= n; ++k) {
+                btScalar a = btScalar(k) / btScalar(n);
+                for (size_t i = 0; i < bodies_.size(); ++i) {
+                    if (!kin_[i] || !pending_[i]) continue;
+                    btRigidBody* b = bodies_[i].get();
+                    b->setInterpolationWorldTransform(b->getWorldTransform());
+                    if (k == n) {
+                        b->setWorldTransform(home_[i]);
+                        continue;
+                    }
+                    btTransform t;
+                    t.setOrigin(start_[i].getOrigin().lerp(home_[i].getOrigin(), a));
+                    t.setRotation(start_[i].getRotation().slerp(home_[i].getRotation(), a));
+                    b->setWorldTransform(t);
+                }
+                world_->stepSimulation(fixed_step, 0, fixed_step);
+            }
+            if (n > 0) std::fill(pending_.begin(), pending_.end(), 0);
+        } else {
+            for (size_t i = 0; i < bodies_.size(); ++i)
+                if (kin_[i] && pending_[i]) { bodies_[i]->setWorldTransform(home_[i]); pending_[i] = 0; }
+            world_->stepSimulation(dt, 0, dt);
+        }
+        return guard_bodies(limit) + guard_softs(limit);
+    }
+
+
     // Rigid bodies that are non-finite or farther than `limit` from their target → the target.
     int guard_bodies(float limit) {
         int bad = 0;
@@ -551,7 +676,7 @@ private:
     bool soft_ = false;
     std::unique_ptr<btCollisionConfiguration> config_;
     std::unique_ptr<btCollisionDispatcher> dispatcher_;
-    std::unique_ptr<btDbvtBroadphase> broadphase_;
+    std::unique_ptr<btBroadphaseInterface> broadphase_;
     std::unique_ptr<btSequentialImpulseConstraintSolver> solver_;
     std::unique_ptr<btDiscreteDynamicsWorld> world_;
     btSoftBodyWorldInfo* sinfo_ = nullptr;
@@ -561,6 +686,10 @@ private:
     std::vector<std::unique_ptr<btRigidBody>> bodies_;
     std::vector<std::unique_ptr<btGeneric6DofSpringConstraint>> joints_;
     std::vector<std::unique_ptr<btSoftBody>> softs_;
+    std::vector<BodyShape> body_shapes_;  // per body, its user pointer (narrowphase culling)
+    std::vector<int> follow_, drive_body_, drive_bone_, drive_mode_;  // bone coupling (set_coupling)
+    std::vector<float> offset_, offset_inv_;
+    int num_bones_ = 0;
     std::vector<float> mass_;
     std::vector<btVector3> inertia_;
     std::vector<int> group_, mask_;
@@ -586,6 +715,12 @@ NB_MODULE(_bullet, m) {
              "stop_erp"_a = 0.0f, "lever_arm_275"_a = false)
         .def("set_kinematic_transforms", &World::set_kinematic_transforms, "indices"_a, "transforms"_a)
         .def("set_kinematic_flags", &World::set_kinematic_flags, "flags"_a)
+        .def("set_coupling", &World::set_coupling, "body_follow"_a, "body_offset"_a, "drive_body"_a, "drive_bone"_a,
+             "drive_mode"_a, "body_offset_inv"_a, "num_bones"_a)
+        .def("set_bones", &World::set_bones, "bone_world"_a, "body_target_out"_a)
+        .def("pull_bones", &World::pull_bones, "bone_world"_a, "body_world_out"_a)
+        .def("step_bones", &World::step_bones, "dt"_a, "max_substeps"_a, "fixed_step"_a, "limit"_a, "bone_world"_a,
+             "body_target_out"_a, "body_world_out"_a)
         .def("step", &World::step, "dt"_a, "max_substeps"_a = 10, "fixed_step"_a = 1.0f / 120.0f,
              "limit"_a = 1e4f)
         .def("get_transforms", &World::get_transforms)

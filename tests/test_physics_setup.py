@@ -29,9 +29,9 @@ def two_body_model(path=""):
     return dataclasses.replace(mb.build(), source_path=path)
 
 
-def test_setup_kernels_and_soft_import_without_the_extension():
+def test_setup_and_soft_import_without_the_extension():
     r = run_without_bullet(
-        "import mmdkit.physics.setup, mmdkit.physics.kernels, mmdkit.physics.soft\n"
+        "import mmdkit.physics.setup, mmdkit.physics.soft\n"
         "from mmdkit.physics import physics_for, euler_to_matrix, DEFAULT_FIXED_STEP\n"
         "try:\n    from mmdkit.physics import MMDPhysics\nexcept ImportError:\n    print('no MMDPhysics')\n")
     assert r.returncode == 0, r.stderr

@@ -4,7 +4,7 @@ In: a ``Model`` once, then per frame bone_world (B, 4, 4) float32 model space an
 Out: bone_world with the rows of physics-driven bones overwritten. ``physics_for(model)`` is the
 one way to get a world (None when off or nothing to simulate, ``UnavailableError`` without the
 C++ extension). Submodules: ``setup`` (numpy: body/joint frames; imports without the extension),
-``kernels`` (numba bone↔body sync), ``soft`` (soft bodies), ``world`` (``MMDPhysics``).
+``soft`` (soft bodies), ``world`` (``MMDPhysics``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 In: a ``Model`` once (through ``setup.body_setup``/``joint_setup`` and ``soft.add_soft_bodies``),
 then per frame bone_world (B, 4, 4) float32 model space. Out: the same array with the rows of
 bones driven by dynamic bodies overwritten; body_world (R, 4, 4) float32. State: the Bullet world
-(body poses, velocities, the substep accumulator) and which bodies are dynamic now.
+(body poses, velocities, the substep accumulator) and which bodies are dynamic now. A frame is one
+call into the bridge (bones → bodies, Bullet's fixed steps, bodies → bones) with the GIL released.
 MMD file coordinates throughout, gravity (0, -98, 0).
 """
 
@@ -15,7 +16,6 @@ import numpy as np
 
 from mmdkit.errors import OptionError
 from mmdkit.physics import _bullet
-from mmdkit.physics.kernels import body_targets, drive_bones
 from mmdkit.physics.setup import (BLOWUP_SIZES, DEFAULT_FIXED_STEP, DEFAULT_MAX_SUBSTEPS, DEFAULT_WARMUP_STEPS,
                                   GRAVITY, BodySetup, JointSetup, body_setup, joint_setup, mesh_linked_bones,
                                   model_size)
@@ -34,6 +34,15 @@ def _new_world(bodies: BodySetup, kinematic, floor: bool, gravity, solver_iterat
         b.body_restitution, b.body_group_bit, b.body_collide_mask, kinematic.copy(),
         np.ascontiguousarray(b.body_bind, np.float32), bool(floor), np.asarray(gravity, np.float32),
         int(solver_iterations), bool(soft))
+
+
+def _couple(world, bodies: BodySetup, num_bones: int) -> None:
+    """Tell the world which bone each body follows and which bones dynamic bodies drive."""
+    b = bodies
+    i32 = lambda a: np.ascontiguousarray(a, np.int32)
+    f32 = lambda a: np.ascontiguousarray(a, np.float32)
+    world.set_coupling(i32(b.body_follow), f32(b.body_offset), i32(b.drive_body), i32(b.drive_bone),
+                       i32(b.drive_mode), f32(b.body_offset_inv), int(num_bones))
 
 
 def _add_joints(world, joints: JointSetup, solver: str, stop_erp: float) -> None:
@@ -56,7 +65,7 @@ class MMDPhysics:
     reset(bone_world)           bodies to their bones' pose, zero velocity, warm-up steps
     step(dt, bone_world)        kinematic bodies follow bone_world (B,4,4) f32; after stepping the
                                 rows of bones driven by dynamic bodies are overwritten in place
-                                (= push_targets, simulate, pull_bones)
+                                (= push_targets, simulate, pull_bones, in one call)
     step_async(dt, bone_world)  the same on this world's own worker thread → Future (.result())
     driven_bone_mask            (B,) bool, bones whose world comes from a body
     set_bone_physics(mask)      (B,) bool, False = that bone's bodies follow it kinematically
@@ -94,12 +103,12 @@ class MMDPhysics:
         soft = bool(tuple(getattr(model, "soft_bodies", ()) or ()))
         self.world = _new_world(self.bodies, self.body_kinematic, floor, gravity, solver_iterations, soft)
         _add_joints(self.world, self.joints, joint_solver, float(joint_stop_erp))
+        _couple(self.world, self.bodies, self.num_bones)
         self.joint_index = self.joints.joint_index
         self.joint_body_a, self.joint_body_b = self.joints.joint_body_a, self.joints.joint_body_b
         self.joint_position = self.joints.joint_position
         self.soft_body_vertex, self.soft_body_index, soft_warnings = add_soft_bodies(self.world, model, R)
         self._build_warnings = self.bodies.warnings + self.joints.warnings + soft_warnings
-        self._all = np.arange(R, dtype=np.int32)
         self.body_target = np.zeros((R, 4, 4), np.float32)
         self.body_world = np.zeros((R, 4, 4), np.float32)
         self._initialized = False
@@ -128,7 +137,7 @@ class MMDPhysics:
         ``warmup_steps`` fixed steps (default: the constructor's) with the bones held still.
         ``bone_world`` is only read; the next ``step`` writes the driven bones."""
         self._check(bone_world)
-        body_targets(bone_world, self.bodies.body_follow, self.bodies.body_offset, self.body_target)
+        self.world.set_bones(bone_world, self.body_target)
         self.world.reset(self.body_target)
         n = self.warmup_steps if warmup_steps is None else int(warmup_steps)
         if n > 0:
@@ -182,8 +191,7 @@ class MMDPhysics:
 
     def push_targets(self, bone_world: np.ndarray) -> None:
         """Bodies' targets from bone_world (B,4,4) f32; kinematic bodies move there over the next step."""
-        body_targets(bone_world, self.bodies.body_follow, self.bodies.body_offset, self.body_target)
-        self.world.set_kinematic_transforms(self._all, self.body_target)
+        self.world.set_bones(bone_world, self.body_target)
 
     def simulate(self, dt: float) -> int:
         """Advance Bullet ``dt`` seconds in fixed steps; returns how many bodies were reset after a
@@ -194,10 +202,7 @@ class MMDPhysics:
 
     def pull_bones(self, bone_world: np.ndarray) -> None:
         """Read the bodies back (``body_world``) and overwrite the driven rows of bone_world in place."""
-        b = self.bodies
-        self.world.get_transforms_into(self.body_world)
-        drive_bones(self.body_world, b.drive_body, b.drive_bone, b.drive_mode, b.body_offset_inv,
-                    self.body_active, bone_world)
+        self.world.pull_bones(bone_world, self.body_world)
 
     def step(self, dt: float, bone_world: np.ndarray) -> int:
         """Advance ``dt`` seconds; overwrite driven bones' rows of ``bone_world`` in place.
@@ -207,9 +212,9 @@ class MMDPhysics:
         self._check(bone_world)
         if not self._initialized:
             self.reset(bone_world, 0)
-        self.push_targets(bone_world)
-        bad = self.simulate(dt)
-        self.pull_bones(bone_world)
+        bad = self.world.step_bones(float(dt), self.max_substeps, self.fixed_step, self.blowup_distance, bone_world,
+                                    self.body_target, self.body_world)
+        self.blowup_resets += bad
         return bad
 
     def step_async(self, dt: float, bone_world: np.ndarray) -> concurrent.futures.Future:
