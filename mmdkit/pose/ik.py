@@ -5,6 +5,8 @@ target first with their limit modes and Euler limits, the path of bones from the
 to the target, the bones below the chain), the IK bone b, and the pose state's per-bone arrays.
 Out (in place): ik_q and local_q of the links, world_p/world_q of the path, then local and world
 of every bone below the chain (appends included). What each step does and why: docs/pose.md, "IK".
+Cost: a free link with the target below it and no later link below it (``Rig.ik_link_lazy``)
+turns only the target with it; the path is refreshed once per iteration instead of per link.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import math
 
 from numba import njit
 
-from mmdkit.mathutil import put4, qmul_scalar, qrot_scalar, qto_matrix3_scalar
+from mmdkit.mathutil import put3, put4, qmul_scalar, qrot_scalar, qto_matrix3_scalar
 from mmdkit.pose.fk import update_local, update_world
 
 _NB = dict(cache=True, nogil=True, error_model="numpy")
@@ -111,14 +113,6 @@ def _hinge_limited(a, x, y, z, w, lx, ly, lz, ux, uy, uz, reflect):
 
 
 @njit(inline="always", **_NB)
-def _unit(x, y, z):
-    n = math.sqrt(x * x + y * y + z * z)
-    if n == 0.0:
-        return x, y, z
-    return x / n, y / n, z / n
-
-
-@njit(inline="always", **_NB)
 def _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw):
     """A link's rotation before IK (animation, append): its local rotation r with its IK
     rotation o taken off, renormalised (re-deriving it every step must not let rounding grow)."""
@@ -137,19 +131,30 @@ def _refresh(start, stop, bones, parent, position, local_t, local_q, world_p, wo
 
 @njit(inline="always", **_NB)
 def _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mode, ik_link_lower,
-               ik_link_upper, ik_link_cap, ik_q, local_q, world_p, world_q):
-    """One CCD step on link j. Returns False when the link stays put."""
+               ik_link_upper, ik_link_cap, ik_link_lazy, ik_q, local_q, world_p, world_q):
+    """One CCD step on link j. Returns 0 when the link stays put, 1 when it turned and the
+    target was turned with it (a lazy free link: the bones in between are left for the
+    iteration's refresh), 2 when it turned and the path below it needs a refresh."""
+    # Every array read up front, unconditionally (as fk.update_local: no reference counting).
     link = ik_link_bone[j]
     mode = ik_link_mode[j]
-    lx, ly, lz = world_p[link, 0], world_p[link, 1], world_p[link, 2]
-    tx, ty, tz = _unit(lx - world_p[target, 0], ly - world_p[target, 1], lz - world_p[target, 2])
-    ix, iy, iz = _unit(lx - gx, ly - gy, lz - gz)
-    cx, cy, cz = ty * iz - tz * iy, tz * ix - tx * iz, tx * iy - ty * ix  # world axis, target → goal
-    if cx * cx + cy * cy + cz * cz < _TINY_AXIS:
-        return False
+    lazy = ik_link_lazy[j]
     p = parent[link]
     s = p if p >= 0 else link
     px, py, pz, pw = world_q[s, 0], world_q[s, 1], world_q[s, 2], world_q[s, 3]
+    lx, ly, lz = world_p[link, 0], world_p[link, 1], world_p[link, 2]
+    ax, ay, az = lx - world_p[target, 0], ly - world_p[target, 1], lz - world_p[target, 2]  # target → link
+    ox, oy, oz, ow = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
+    rx, ry, rz, rw = local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3]
+    cos_cap, sin_half_cap, cos_half_cap = ik_link_cap[j, 0], ik_link_cap[j, 1], ik_link_cap[j, 2]
+    lo0, lo1, lo2 = ik_link_lower[j, 0], ik_link_lower[j, 1], ik_link_lower[j, 2]
+    up0, up1, up2 = ik_link_upper[j, 0], ik_link_upper[j, 1], ik_link_upper[j, 2]
+    bx, by, bz = lx - gx, ly - gy, lz - gz  # goal → link
+    cx, cy, cz = ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx  # world axis, target → goal
+    aa, bb = ax * ax + ay * ay + az * az, bx * bx + by * by + bz * bz
+    cc = cx * cx + cy * cy + cz * cz
+    if cc <= _TINY_AXIS * (aa * bb):  # |t × g|² of the unit directions below _TINY_AXIS
+        return 0
     if p < 0:
         px, py, pz, pw = 0.0, 0.0, 0.0, 1.0
     if use_axis and _AXIS_X <= mode <= _AXIS_Z:
@@ -157,36 +162,42 @@ def _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mo
         a = mode - _AXIS_X
         pa = qrot_scalar(px, py, pz, pw, 1.0 if a == 0 else 0.0, 1.0 if a == 1 else 0.0, 1.0 if a == 2 else 0.0)
         sign = 1.0 if cx * pa[0] + cy * pa[1] + cz * pa[2] >= 0.0 else -1.0
-        ax, ay, az = (sign if a == 0 else 0.0), (sign if a == 1 else 0.0), (sign if a == 2 else 0.0)
+        vx, vy, vz = (sign if a == 0 else 0.0), (sign if a == 1 else 0.0), (sign if a == 2 else 0.0)
     else:
-        v = qrot_scalar(-px, -py, -pz, pw, cx, cy, cz)  # world axis → parent frame
-        ax, ay, az = _unit(v[0], v[1], v[2])
+        v = qrot_scalar(-px, -py, -pz, pw, cx, cy, cz)  # world axis → parent frame (made unit:
+        inv_v = 1.0 / math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])  # a keyed |q| may be off 1)
+        vx, vy, vz = v[0] * inv_v, v[1] * inv_v, v[2] * inv_v
     # angle = min(acos(t·g), cap); its half-angle sine/cosine without acos when not capped
-    d = min(1.0, max(-1.0, tx * ix + ty * iy + tz * iz))
-    if d < ik_link_cap[j, 0]:  # the cap's cosine, sine and cosine of its half (Rig.ik_link_cap)
-        sh, ch = ik_link_cap[j, 1], ik_link_cap[j, 2]
+    d = min(1.0, max(-1.0, (ax * bx + ay * by + az * bz) / math.sqrt(aa * bb)))
+    if d < cos_cap:  # the cap's cosine, sine and cosine of its half (Rig.ik_link_cap)
+        sh, ch = sin_half_cap, cos_half_cap
     else:
         sh, ch = math.sqrt(0.5 * (1.0 - d)), math.sqrt(0.5 * (1.0 + d))
-    ox, oy, oz, ow = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
-    rx, ry, rz, rw = local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3]
-    pre = _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw)
-    q = qmul_scalar(ax * sh, ay * sh, az * sh, ch, ox, oy, oz, ow)
-    if mode != _FREE:
+    if mode == _FREE:  # the turn composes onto the IK and the local rotation alike
+        q = qmul_scalar(vx * sh, vy * sh, vz * sh, ch, ox, oy, oz, ow)
+        r = qmul_scalar(vx * sh, vy * sh, vz * sh, ch, rx, ry, rz, rw)
+    else:
+        pre = _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw)
+        q = qmul_scalar(vx * sh, vy * sh, vz * sh, ch, ox, oy, oz, ow)
         e = qmul_scalar(q[0], q[1], q[2], q[3], pre[0], pre[1], pre[2], pre[3])
-        lo0, lo1, lo2 = ik_link_lower[j, 0], ik_link_lower[j, 1], ik_link_lower[j, 2]
-        up0, up1, up2 = ik_link_upper[j, 0], ik_link_upper[j, 1], ik_link_upper[j, 2]
         if _AXIS_X <= mode <= _AXIS_Z:
             e = _hinge_limited(mode - _AXIS_X, e[0], e[1], e[2], e[3], lo0, lo1, lo2, up0, up1, up2, use_axis)
         else:
             e = _euler_limited(e[0], e[1], e[2], e[3], lo0, lo1, lo2, up0, up1, up2, use_axis)
         q = qmul_scalar(e[0], e[1], e[2], e[3], -pre[0], -pre[1], -pre[2], pre[3])
-    r = qmul_scalar(q[0], q[1], q[2], q[3], pre[0], pre[1], pre[2], pre[3])
-    if q[0] == ox and q[1] == oy and q[2] == oz and q[3] == ow and r[0] == rx and r[1] == ry \
-            and r[2] == rz and r[3] == rw:
-        return False  # converged to the last bit: the state is exactly as before
+        r = qmul_scalar(q[0], q[1], q[2], q[3], pre[0], pre[1], pre[2], pre[3])
+        if q[0] == ox and q[1] == oy and q[2] == oz and q[3] == ow and r[0] == rx and r[1] == ry \
+                and r[2] == rz and r[3] == rw:
+            return 0  # converged to the last bit: the state is exactly as before
     put4(ik_q, link, q[0], q[1], q[2], q[3])
     put4(local_q, link, r[0], r[1], r[2], r[3])
-    return True
+    if mode != _FREE or lazy == 0:
+        return 2
+    # the target turns about the link by the same world rotation (axis c, the angle's half sine/cosine)
+    k = sh / math.sqrt(cc)
+    t = qrot_scalar(cx * k, cy * k, cz * k, ch, ax, ay, az)
+    put3(world_p, target, lx - t[0], ly - t[1], lz - t[2])
+    return 1
 
 
 @njit(**_NB)
@@ -198,8 +209,8 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
     ``PoseState.bone_state`` — writes ik_q/local_q of the links, then local and world of every
     bone below the chain (appends included: a bone appended from a link sees its IK turn)."""
     _, _, parent, position, flags, append_parent, append_ratio, fixed_axis, _ = bone_in
-    (ik_target, ik_loop, ik_limit, ik_link_start, ik_link_bone, ik_link_mode, ik_link_lower,
-     ik_link_upper, ik_link_cap, ik_link_path, ik_path_start, ik_path_bone, ik_after_start, ik_after_bone) = ik_in
+    (ik_target, ik_loop, ik_limit, ik_link_start, ik_link_bone, ik_link_mode, ik_link_lower, ik_link_upper,
+     ik_link_cap, ik_link_path, ik_link_lazy, ik_path_start, ik_path_bone, ik_after_start, ik_after_bone) = ik_in
     anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q = bone_state_inout
     target = ik_target[k]
     l0, l1 = ik_link_start[k], ik_link_start[k + 1]
@@ -221,13 +232,20 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
             break
         use_axis = it < loops // 2
         moved = False
+        stale = p1  # path rows from here on wait for the refresh at the iteration's end
         for j in range(l0, l1):
             if ik_link_mode[j] == _FIXED:
                 continue
-            if _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mode, ik_link_lower,
-                          ik_link_upper, ik_link_cap, ik_q, local_q, world_p, world_q):
-                moved = True
+            turned = _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mode, ik_link_lower,
+                                ik_link_upper, ik_link_cap, ik_link_lazy, ik_q, local_q, world_p, world_q)
+            if turned == 1:
+                stale = min(stale, ik_link_path[j])
+            elif turned == 2:
                 _refresh(ik_link_path[j], p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
+                if ik_link_path[j] <= stale:
+                    stale = p1
+            moved = moved or turned != 0
+        _refresh(stale, p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
         if not moved:
             break  # no link turned: every later iteration would compute exactly this one again
     for jj in range(ik_after_start[k], ik_after_start[k + 1]):

@@ -98,8 +98,8 @@ def _flatten_groups(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 IK_FIELDS = ("ik_target", "ik_loop", "ik_limit", "ik_link_start", "ik_link_bone", "ik_link_mode",
-             "ik_link_lower", "ik_link_upper", "ik_link_cap", "ik_link_path", "ik_path_start", "ik_path_bone",
-             "ik_after_start", "ik_after_bone")
+             "ik_link_lower", "ik_link_upper", "ik_link_cap", "ik_link_path", "ik_link_lazy", "ik_path_start",
+             "ik_path_bone", "ik_after_start", "ik_after_bone")
 """The IK section of a Rig in the order of ``Rig.ik_in`` (unpacked by ``bones.solve_bones``)."""
 
 MORPH_FIELDS = ("morph_is_leaf", "morph_group_start", "morph_group_target", "morph_group_weight",
@@ -144,6 +144,7 @@ class Rig:
     ik_link_upper: np.ndarray  # (L, 3) float64
     ik_link_cap: np.ndarray  # (L, 3) float64 cos(c), sin(c/2), cos(c/2) of the step cap c (cos -2: none)
     ik_link_path: np.ndarray  # (L,) int32 index into ik_path_bone where the link's refresh starts
+    ik_link_lazy: np.ndarray  # (L,) uint8 1: the target hangs below the link and no later link of the solver does
     ik_path_start: np.ndarray  # (K+1,) int32: bones from top link down to target, top first
     ik_path_bone: np.ndarray  # (P,) int32
     ik_after_start: np.ndarray  # (K+1,) int32: descendants of the top link (eval order)
@@ -221,6 +222,7 @@ def _ik_tables(model, parent: np.ndarray, order: np.ndarray) -> dict:
     rank[order] = np.arange(B)
     mode, lower, upper = ik_link_modes(model.ik_link_lower, model.ik_link_upper, model.ik_link_has_limit)
     path_rows, after_rows = [], []
+    ancestors = [_ancestors(parent, int(t)) for t in model.ik_target]
     for k in range(K):
         links = model.ik_link_bone[model.ik_link_start[k]:model.ik_link_start[k + 1]]
         target = int(model.ik_target[k])
@@ -241,12 +243,15 @@ def _ik_tables(model, parent: np.ndarray, order: np.ndarray) -> dict:
     ps, pb = _csr(path_rows)
     as_, ab = _csr(after_rows)
     link_path = np.zeros(len(model.ik_link_bone), np.int32)
+    link_lazy = np.zeros(len(model.ik_link_bone), np.uint8)
     link_cap = np.zeros((len(model.ik_link_bone), 3))
     for k in range(K):  # the link's row in its path (the path's last row if it is not on it)
         row = path_rows[k]
         for j in range(model.ik_link_start[k], model.ik_link_start[k + 1]):
             link = int(model.ik_link_bone[j])
             link_path[j] = ps[k] + (row.index(link) if link in row else max(len(row) - 1, 0))
+            later = model.ik_link_bone[j + 1:model.ik_link_start[k + 1]]
+            link_lazy[j] = link in ancestors[k] and not any(link in _ancestors(parent, int(x)) for x in later)
             cap = float(model.ik_limit_angle[k]) * (j - model.ik_link_start[k] + 1)  # unit × (index + 1)
             capped = cap < math.pi
             link_cap[j] = (math.cos(cap) if capped else -2.0, math.sin(0.5 * cap), math.cos(0.5 * cap))
@@ -258,7 +263,17 @@ def _ik_tables(model, parent: np.ndarray, order: np.ndarray) -> dict:
         ik_link_start=np.asarray(model.ik_link_start, np.int32),
         ik_link_bone=np.asarray(model.ik_link_bone, np.int32), ik_link_mode=mode,
         ik_link_lower=lower, ik_link_upper=upper, ik_link_cap=link_cap, ik_link_path=link_path,
+        ik_link_lazy=link_lazy,
         ik_path_start=ps, ik_path_bone=pb, ik_after_start=as_, ik_after_bone=ab)
+
+
+def _ancestors(parent: np.ndarray, b: int) -> set[int]:
+    """Bone b and every bone above it (cycle-safe)."""
+    out = set()
+    while 0 <= b < len(parent) and b not in out:
+        out.add(b)
+        b = int(parent[b])
+    return out
 
 
 def _csr(rows) -> tuple[np.ndarray, np.ndarray]:
