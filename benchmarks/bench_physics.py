@@ -1,6 +1,7 @@
 """Physics benchmark: Gene + wavefile_v2 on Bullet at saba's settings (1/120 s step, <= 10
-substeps, gravity -98) → ms/frame for the whole stage, the Bullet step alone and the Python-side
-sync; then N characters (pose + physics) played on 1 thread vs 2 (``play(..., threads=2)``).
+substeps, gravity -98) → ms/frame for the whole stage, the Bullet step alone and the bone<->body
+sync (push_targets + pull_bones; MMDPhysics.step does all three in one bridge call); then N
+characters (pose + physics) played on 1 thread vs 2 (``play(..., threads=2)``).
 
     python3 benchmarks/bench_physics.py [--frames 600] [--characters 1 2 4]
 """
@@ -89,9 +90,9 @@ def main():
     print(f"Gene: {model.num_rigid_bodies} rigid bodies, {model.num_joints} joints; wavefile_v2 {a.frames} frames "
           f"at {FPS:g} fps; fixed step 1/120, max 10 substeps, gravity -98; cores: {os.cpu_count()}")
     tot, stp, syn, pub = bench_single(model, pose, a.reps)
-    print(f"physics stage   {tot * 1e3:7.3f} ms/frame (median; saba: 1.39 ms/frame)")
+    print(f"physics stage   {tot * 1e3:7.3f} ms/frame (median)")
     print(f"  Bullet step   {stp * 1e3:7.3f} ms/frame")
-    print(f"  Python sync   {syn * 1e3:7.3f} ms/frame (bones->bodies, bodies->bones; target < 0.1)")
+    print(f"  bone sync     {syn * 1e3:7.3f} ms/frame (bones->bodies, bodies->bones; target < 0.1)")
     print(f"  MMDPhysics.step() call {pub * 1e3:7.3f} ms/frame (median, incl. call overhead)")
     ch = Character(model, motion, physics=MMDPhysics(model))
     stage = []
