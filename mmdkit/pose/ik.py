@@ -7,6 +7,8 @@ Out (in place): ik_q and local_q of the links, world_p/world_q of the path, then
 of every bone below the chain (appends included). What each step does and why: docs/pose.md, "IK".
 Cost: a free link with the target below it and no later link below it (``Rig.ik_link_lazy``)
 turns only the target with it; the path is refreshed once per iteration instead of per link.
+The steps turn the links' local rotations; ik_q holds their pre-IK rotations meanwhile and gets
+the IK rotation (local ⊗ inverse(pre-IK)) once the solve ends.
 """
 
 from __future__ import annotations
@@ -124,6 +126,15 @@ def _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw):
 
 
 @njit(inline="always", **_NB)
+def _listed_before(j, l0, ik_link_bone):
+    """True when link j's bone is also link l0..j-1 of its solver (a file listing a bone twice)."""
+    for i in range(l0, j):
+        if ik_link_bone[i] == ik_link_bone[j]:
+            return True
+    return False
+
+
+@njit(inline="always", **_NB)
 def _refresh(start, stop, bones, parent, position, local_t, local_q, world_p, world_q):
     for jj in range(start, stop):
         update_world(bones[jj], parent, position, local_t, local_q, world_p, world_q)
@@ -131,7 +142,7 @@ def _refresh(start, stop, bones, parent, position, local_t, local_q, world_p, wo
 
 @njit(inline="always", **_NB)
 def _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mode, ik_link_lower,
-               ik_link_upper, ik_link_cap, ik_link_lazy, ik_q, local_q, world_p, world_q):
+               ik_link_upper, ik_link_cap, ik_link_lazy, local_q, world_p, world_q):
     """One CCD step on link j. Returns 0 when the link stays put, 1 when it turned and the
     target was turned with it (a lazy free link: the bones in between are left for the
     iteration's refresh), 2 when it turned and the path below it needs a refresh."""
@@ -144,7 +155,6 @@ def _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mo
     px, py, pz, pw = world_q[s, 0], world_q[s, 1], world_q[s, 2], world_q[s, 3]
     lx, ly, lz = world_p[link, 0], world_p[link, 1], world_p[link, 2]
     ax, ay, az = lx - world_p[target, 0], ly - world_p[target, 1], lz - world_p[target, 2]  # target → link
-    ox, oy, oz, ow = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
     rx, ry, rz, rw = local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3]
     cos_cap, sin_half_cap, cos_half_cap = ik_link_cap[j, 0], ik_link_cap[j, 1], ik_link_cap[j, 2]
     lo0, lo1, lo2 = ik_link_lower[j, 0], ik_link_lower[j, 1], ik_link_lower[j, 2]
@@ -163,39 +173,42 @@ def _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mo
         pa = qrot_scalar(px, py, pz, pw, 1.0 if a == 0 else 0.0, 1.0 if a == 1 else 0.0, 1.0 if a == 2 else 0.0)
         sign = 1.0 if cx * pa[0] + cy * pa[1] + cz * pa[2] >= 0.0 else -1.0
         vx, vy, vz = (sign if a == 0 else 0.0), (sign if a == 1 else 0.0), (sign if a == 2 else 0.0)
+        vv = 1.0
     else:
-        v = qrot_scalar(-px, -py, -pz, pw, cx, cy, cz)  # world axis → parent frame (made unit:
-        inv_v = 1.0 / math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])  # a keyed |q| may be off 1)
-        vx, vy, vz = v[0] * inv_v, v[1] * inv_v, v[2] * inv_v
-    # angle = min(acos(t·g), cap); its half-angle sine/cosine without acos when not capped
-    d = min(1.0, max(-1.0, (ax * bx + ay * by + az * bz) / math.sqrt(aa * bb)))
-    if d < cos_cap:  # the cap's cosine, sine and cosine of its half (Rig.ik_link_cap)
+        vx, vy, vz = qrot_scalar(-px, -py, -pz, pw, cx, cy, cz)  # world axis → parent frame
+        vv = vx * vx + vy * vy + vz * vz  # made unit below (a keyed |q| may be off 1: not |c|)
+    # angle = min(acos(t·g), cap) as its half-angle sine sh and cosine ch: uncapped, the unit
+    # quaternion turning t onto g is (t × g, 1 + t·g) normalised; here in a, b's lengths (m = |a||b|)
+    ab = ax * bx + ay * by + az * bz
+    m = math.sqrt(aa * bb)
+    capped = ab < cos_cap * m  # the cap's cosine, sine and cosine of its half (Rig.ik_link_cap)
+    if capped:
         sh, ch = sin_half_cap, cos_half_cap
+        k = sh / math.sqrt(vv)
     else:
-        sh, ch = math.sqrt(0.5 * (1.0 - d)), math.sqrt(0.5 * (1.0 + d))
-    if mode == _FREE:  # the turn composes onto the IK and the local rotation alike
-        q = qmul_scalar(vx * sh, vy * sh, vz * sh, ch, ox, oy, oz, ow)
-        r = qmul_scalar(vx * sh, vy * sh, vz * sh, ch, rx, ry, rz, rw)
-    else:
-        pre = _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw)
-        q = qmul_scalar(vx * sh, vy * sh, vz * sh, ch, ox, oy, oz, ow)
-        e = qmul_scalar(q[0], q[1], q[2], q[3], pre[0], pre[1], pre[2], pre[3])
+        n = 1.0 / math.sqrt(2.0 * m * (m + ab))
+        sh, ch = math.sqrt(cc) * n, (m + ab) * n
+        k = math.sqrt(cc / vv) * n
+    vx, vy, vz = vx * k, vy * k, vz * k  # the turn (vx, vy, vz, ch) in the parent frame
+    r = qmul_scalar(vx, vy, vz, ch, rx, ry, rz, rw)  # the turn onto the link's local rotation
+    if mode != _FREE:  # limits apply to the whole local rotation: the turn ⊗ IK so far ⊗ pre-IK
         if _AXIS_X <= mode <= _AXIS_Z:
-            e = _hinge_limited(mode - _AXIS_X, e[0], e[1], e[2], e[3], lo0, lo1, lo2, up0, up1, up2, use_axis)
+            e = _hinge_limited(mode - _AXIS_X, r[0], r[1], r[2], r[3], lo0, lo1, lo2, up0, up1, up2, use_axis)
         else:
-            e = _euler_limited(e[0], e[1], e[2], e[3], lo0, lo1, lo2, up0, up1, up2, use_axis)
-        q = qmul_scalar(e[0], e[1], e[2], e[3], -pre[0], -pre[1], -pre[2], pre[3])
-        r = qmul_scalar(q[0], q[1], q[2], q[3], pre[0], pre[1], pre[2], pre[3])
-        if q[0] == ox and q[1] == oy and q[2] == oz and q[3] == ow and r[0] == rx and r[1] == ry \
-                and r[2] == rz and r[3] == rw:
+            e = _euler_limited(r[0], r[1], r[2], r[3], lo0, lo1, lo2, up0, up1, up2, use_axis)
+        if e[0] == rx and e[1] == ry and e[2] == rz and e[3] == rw:
             return 0  # converged to the last bit: the state is exactly as before
-    put4(ik_q, link, q[0], q[1], q[2], q[3])
+        r = e
     put4(local_q, link, r[0], r[1], r[2], r[3])
     if mode != _FREE or lazy == 0:
         return 2
-    # the target turns about the link by the same world rotation (axis c, the angle's half sine/cosine)
-    k = sh / math.sqrt(cc)
-    t = qrot_scalar(cx * k, cy * k, cz * k, ch, ax, ay, az)
+    # the target turns about the link by the same world rotation: uncapped, onto the goal's line
+    if capped:
+        w = sh / math.sqrt(cc)
+        t = qrot_scalar(cx * w, cy * w, cz * w, ch, ax, ay, az)
+    else:
+        w = math.sqrt(aa / bb)
+        t = bx * w, by * w, bz * w
     put3(world_p, target, lx - t[0], ly - t[1], lz - t[2])
     return 1
 
@@ -216,7 +229,8 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
     l0, l1 = ik_link_start[k], ik_link_start[k + 1]
     p0, p1 = ik_path_start[k], ik_path_start[k + 1]
     gx, gy, gz = world_p[ik_bone, 0], world_p[ik_bone, 1], world_p[ik_bone, 2]
-    # start from the pose without IK on this chain (another solver may have turned a link)
+    # start from the pose without IK on this chain (another solver may have turned a link); the
+    # steps turn local_q, and ik_q holds the pre-IK rotation until the end of the solve
     for j in range(l0, l1):
         link = ik_link_bone[j]
         ox, oy, oz, ow = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
@@ -224,9 +238,13 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
         r = _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw)
         put4(local_q, link, r[0], r[1], r[2], r[3])
         put4(ik_q, link, 0.0, 0.0, 0.0, 1.0)
+    for j in range(l0, l1):
+        link = ik_link_bone[j]
+        put4(ik_q, link, local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3])
     _refresh(p0, p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
     loops = ik_loop[k]
-    for it in range(loops):
+    it = 0
+    while it < loops:
         d2 = (world_p[target, 0] - gx) ** 2 + (world_p[target, 1] - gy) ** 2 + (world_p[target, 2] - gz) ** 2
         if d2 < _REACHED:
             break
@@ -237,7 +255,7 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
             if ik_link_mode[j] == _FIXED:
                 continue
             turned = _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mode, ik_link_lower,
-                                ik_link_upper, ik_link_cap, ik_link_lazy, ik_q, local_q, world_p, world_q)
+                                ik_link_upper, ik_link_cap, ik_link_lazy, local_q, world_p, world_q)
             if turned == 1:
                 stale = min(stale, ik_link_path[j])
             elif turned == 2:
@@ -246,8 +264,21 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
                     stale = p1
             moved = moved or turned != 0
         _refresh(stale, p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
-        if not moved:
-            break  # no link turned: every later iteration would compute exactly this one again
+        it += 1
+        if not moved:  # no link turned: every later iteration of this half computes the same
+            if it > loops // 2:
+                break
+            it = loops // 2  # the second half (hinges on a free axis, limits clamp) may still turn
+    for j in range(l0, l1):  # IK rotation = local ⊗ inverse(pre-IK); the identity where nothing turned
+        link = ik_link_bone[j]
+        if _listed_before(j, l0, ik_link_bone):
+            continue
+        ex, ey, ez, ew = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
+        rx, ry, rz, rw = local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3]
+        q = qmul_scalar(rx, ry, rz, rw, -ex, -ey, -ez, ew)
+        if rx == ex and ry == ey and rz == ez and rw == ew:
+            q = (0.0, 0.0, 0.0, 1.0)
+        put4(ik_q, link, q[0], q[1], q[2], q[3])
     for jj in range(ik_after_start[k], ik_after_start[k + 1]):
         b = ik_after_bone[jj]
         update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim_q, ik_q,
