@@ -111,9 +111,10 @@ private:
     bool lever_arm_275_;
 };
 
-// Half size of the sweep-and-prune broadphase's box (model units); bodies beyond it still collide,
-// they only share the box's edge in the broadphase.
-constexpr btScalar BROADPHASE_BOUND = 1e5f;
+// Half size of the sweep-and-prune broadphase's box (model units, 400 m in MMD's 8 cm units): its
+// 32-bit grid rounds boxes by < 0.001 units here, far below the 0.02 units Bullet pads them with;
+// bodies beyond it still collide, they only share the box's edge in the broadphase.
+constexpr btScalar BROADPHASE_BOUND = 5e3f;
 
 static void need(bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument(what);
