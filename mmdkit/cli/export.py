@@ -33,8 +33,8 @@ from mmdkit.cli._output import check_output, writing
               help="Output units per MMD unit (default 1; glTF: 0.08, metres).")
 @click.option("--vertices", is_flag=True, help=".npz: also the skinned vertices (F,V,3), streamed frame by frame.")
 @click.option("--reduce", "reduce_tol", type=float, default=None, metavar="TOL",
-              help=".vmd/.glb: drop keys that interpolation of the kept ones reproduces within TOL "
-                   "(units for translations, radians for rotations).")
+              help=".vmd/.glb: drop keys while every bone, re-posed from the kept ones, stays within TOL "
+                   "units of the run (.vmd: default none, every frame keyed).")
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
 def command(model_path, motion_path, output, frames, fps, physics, camera_path, joints, scale, vertices, reduce_tol,
             quiet):

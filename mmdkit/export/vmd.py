@@ -7,9 +7,11 @@ solver switched off by property keys; physics-driven bones keyed with the per-ke
 flag; append (付与) bones keyed with their own part only (playback re-applies the append, which
 is computed here exactly as the pose kernels will); bone-morph parts taken out of the keys
 (the morph keys are copied, so playback adds them back). Keys are linear; ``reduce`` TOL drops keys
-that interpolation between the kept neighbours reproduces within TOL units for translations and
-TOL / reach radians for rotations (reach: the bone's farthest descendant, ≥ 1 unit), so each key's
-error moves no bone more than about TOL units.
+that interpolation between the kept neighbours reproduces so closely that, re-posed, no bone moves
+more than TOL units: each bone gets a share of TOL (``error_budget``: TOL / the most moving bones on
+a parent/append chain through it) and a dropped key may err by translation + angle × reach
+(``bone_reach``) up to that share, so the errors a bone inherits add up to at most TOL (to first
+order in the angle).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from mmdkit.animation.curves import interpolation_block
 from mmdkit.animation.motion import Motion, Pose
 from mmdkit.errors import OptionError, check_number
 from mmdkit.fileutil import atomic_path
+from mmdkit.model import model as M
 from mmdkit.mathutil import qmul_scalar, qslerp_scalar
 from mmdkit.pose.fk import update_local
 from mmdkit.pose.morph import apply_bone_morphs
@@ -78,9 +81,10 @@ def own_part(order, flags, append_parent, append_ratio, fixed_axis, ik_identity,
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def _fits(frame, key_t, key_q, b, a, j, tol, tol_angle):
+def _fits(frame, key_t, key_q, b, a, j, tol, reach):
     """True when linear keys at frames a and j reproduce every frame between them for bone b
-    within tol (translation distance, units) and tol_angle (rotation angle, radians)."""
+    within tol units: translation distance + rotation angle × reach (how far the error moves b's
+    subtree, to first order)."""
     span = frame[j] - frame[a]
     for i in range(a + 1, j):
         u = (frame[i] - frame[a]) / span
@@ -88,22 +92,21 @@ def _fits(frame, key_t, key_q, b, a, j, tol, tol_angle):
         for c in range(3):
             e = key_t[a, b, c] + (key_t[j, b, c] - key_t[a, b, c]) * u - key_t[i, b, c]
             d += e * e
-        if d > tol * tol:
-            return False
         q = qslerp_scalar(key_q[a, b, 0], key_q[a, b, 1], key_q[a, b, 2], key_q[a, b, 3],
                           key_q[j, b, 0], key_q[j, b, 1], key_q[j, b, 2], key_q[j, b, 3], u)
         dot = abs(q[0] * key_q[i, b, 0] + q[1] * key_q[i, b, 1] + q[2] * key_q[i, b, 2] + q[3] * key_q[i, b, 3])
-        if 2.0 * np.arccos(min(1.0, dot)) > tol_angle:
+        if np.sqrt(d) + 2.0 * np.arccos(min(1.0, dot)) * reach > tol:
             return False
     return True
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def reduce_keys(frame, key_t, key_q, tol, bone_tol_angle, max_span, keep_out):
+def reduce_keys(frame, key_t, key_q, bone_tol, bone_reach, max_span, keep_out):
     """Greedy linear key reduction: keep_out (F,B) bool marks the keys kept per bone (first and
-    last always); frame (F,) float64; key_t (F,B,3), key_q (F,B,4) float64; tol units,
-    bone_tol_angle (B,) float64 radians. From each kept key the next one is the farthest that
-    still fits, found by doubling then bisecting the span (at most max_span frames)."""
+    last always); frame (F,) float64; key_t (F,B,3), key_q (F,B,4) float64; bone_tol (B,) units
+    (each bone's share, ``error_budget``), bone_reach (B,) units (``bone_reach``). From each kept
+    key the next one is the farthest that still fits, found by doubling then bisecting the span
+    (at most max_span frames)."""
     F, B = key_t.shape[0], key_t.shape[1]
     for b in prange(B):
         for f in range(F):
@@ -116,7 +119,7 @@ def reduce_keys(frame, key_t, key_q, tol, bone_tol_angle, max_span, keep_out):
                 e = min(a + n, F - 1, a + max_span)
                 if e <= lo:
                     break
-                if not _fits(frame, key_t, key_q, b, a, e, tol, bone_tol_angle[b]):
+                if not _fits(frame, key_t, key_q, b, a, e, bone_tol[b], bone_reach[b]):
                     hi = e
                     break
                 lo = e
@@ -124,7 +127,7 @@ def reduce_keys(frame, key_t, key_q, tol, bone_tol_angle, max_span, keep_out):
             if hi > 0:
                 while hi - lo > 1:
                     mid = (lo + hi) // 2
-                    if _fits(frame, key_t, key_q, b, a, mid, tol, bone_tol_angle[b]):
+                    if _fits(frame, key_t, key_q, b, a, mid, bone_tol[b], bone_reach[b]):
                         lo = mid
                     else:
                         hi = mid
@@ -132,18 +135,63 @@ def reduce_keys(frame, key_t, key_q, tol, bone_tol_angle, max_span, keep_out):
             a = lo
 
 
+def _drivers(model) -> list[list[int]]:
+    """Per bone, the bones whose keys move it directly: its parent and its append parent."""
+    parent, app = np.asarray(model.bone_parent), np.asarray(model.bone_append_parent)
+    flags = np.asarray(model.bone_flags)
+    appends = (flags & (M.BONE_APPEND_ROTATION | M.BONE_APPEND_TRANSLATION)) != 0
+    return [[int(x) for x in (parent[b], app[b] if appends[b] else -1) if x >= 0] for b in range(len(parent))]
+
+
+def _topological(drivers) -> list[int]:
+    """Bones ordered so that every bone's drivers come before it."""
+    order, state = [], [0] * len(drivers)
+    for root in range(len(drivers)):
+        stack = [(root, 0)]
+        while stack:
+            b, i = stack.pop()
+            if state[b] == 2 or (i == 0 and state[b] == 1):
+                continue
+            state[b] = 1
+            if i < len(drivers[b]):
+                stack += [(b, i + 1), (drivers[b][i], 0)]
+            else:
+                state[b] = 2
+                order.append(b)
+    return order
+
+
 def bone_reach(model) -> np.ndarray:
-    """(B,) float64: the farthest rest distance from each bone to itself or a descendant, at least
-    1 unit (a rotation error of e radians moves that bone's subtree by up to e × reach units)."""
-    parent = np.asarray(model.bone_parent)
+    """(B,) float64 units, at least 1: how far from its head a bone's rotation can carry anything
+    in any pose — the longest rest path to a descendant (a posed chain is never longer), and
+    |ratio| × the reach of each append child — so a rotation error of e radians moves every bone
+    it drives by at most e × reach units."""
     pos = np.asarray(model.bone_position, np.float64)
-    reach = np.ones(len(parent))
-    for b in range(len(parent)):
-        a = parent[b]
-        while a >= 0:
-            reach[a] = max(reach[a], float(np.linalg.norm(pos[b] - pos[a])))
-            a = parent[a]
-    return reach
+    drivers = _drivers(model)
+    ratio = np.abs(np.asarray(model.bone_append_ratio, np.float64))
+    parent = np.asarray(model.bone_parent)
+    path = np.zeros(len(drivers))
+    for b in reversed(_topological(drivers)):  # every bone is final before its drivers read it
+        for k, a in enumerate(drivers[b]):
+            far = float(np.linalg.norm(pos[b] - pos[a])) + path[b] if k == 0 and a == parent[b] else ratio[b] * max(1.0, path[b])
+            path[a] = max(path[a], far)
+    return np.maximum(path, 1.0)
+
+
+def error_budget(model, moving: np.ndarray, tol: float) -> np.ndarray:
+    """(B,) float64 units: each bone's share of tol — tol / the most moving bones on any chain of
+    drivers (parent or append parent) through it — so the errors a bone inherits from every bone
+    that moves it add up to at most tol (to first order)."""
+    drivers = _drivers(model)
+    order = _topological(drivers)
+    above = np.zeros(len(drivers))
+    below = np.zeros(len(drivers))
+    for b in order:
+        above[b] = moving[b] + max((above[a] for a in drivers[b]), default=0.0)
+    for b in reversed(order):
+        for a in drivers[b]:
+            below[a] = max(below[a], below[b] + moving[b])
+    return tol / np.maximum(above + below, 1.0)
 
 
 def _morph_parts(rig, morph_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -247,7 +295,7 @@ def baked_motion(baked, motion=None, *, reduce=None, warn=print) -> tuple[Motion
     moving &= bindable
     keep = np.ones((F, B), bool)
     if tol is not None and F > 2:
-        reduce_keys(baked.frames, key_t, key_q, tol, tol / bone_reach(model), MAX_SPAN, keep)
+        reduce_keys(baked.frames, key_t, key_q, error_budget(model, moving, tol), bone_reach(model), MAX_SPAN, keep)
     keep &= moving[None]
     fi, bi = np.nonzero(keep.T)[1], np.nonzero(keep.T)[0]  # grouped by bone, frames ascending
     names = tuple(model.bone_name[b] for b in np.nonzero(moving)[0])
