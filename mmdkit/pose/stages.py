@@ -163,6 +163,14 @@ structref.define_proxy(FrameArgs, FrameArgsType, ["motion_keys", "bone_in", "ik_
                                                   "bone_state", "morph_state", "morph_out", "frame_out"])
 
 
+@njit(cache=True)
+def frame_args(motion_keys, bone_in, ik_in, morph_in, coupling, bone_state, morph_state, morph_out, frame_out):
+    """``FrameArgs(...)`` built in a compiled, disk-cached function: the proxy's own constructor
+    is compiled anew in every process (~2 s for ~80 array fields); this loads from numba's cache,
+    which is invalidated with this file, where the fields are defined."""
+    return FrameArgs(motion_keys, bone_in, ik_in, morph_in, coupling, bone_state, morph_state, morph_out, frame_out)
+
+
 @njit(**_NB)
 def run_frame(first, last, frame, geometry, args):
     """``run_stages(first, last, frame, geometry, ...)`` with the arrays from ``args`` (FrameArgs)."""

@@ -11,28 +11,19 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from numba import njit
 
 from mmdkit.animation.binding import BoundMotion, bind_motion
 from mmdkit.animation.frames import MOTION_FPS
 from mmdkit.animation.motion import Pose
 from mmdkit.animation.vpd import motion_from_pose
 from mmdkit.pose.rig import MATERIAL_MORPH_CHANNELS, rig_for
-from mmdkit.pose.stages import (BONES_AFTER_PHYSICS, BONES_BEFORE_PHYSICS, PHYSICS, SAMPLE, STAGES, FrameArgs,
+from mmdkit.pose.stages import (BONES_AFTER_PHYSICS, BONES_BEFORE_PHYSICS, PHYSICS, SAMPLE, STAGES, frame_args,
                                 motion_in, run_frame)
 from mmdkit.pose.state import PoseState
 from mmdkit.runtime.simulation import DEFAULT_SETTLE_SECONDS, Simulation
 
 FPS = MOTION_FPS
 """Motion frames per second (VMD keys are at 30 fps)."""
-
-
-@njit(cache=True)
-def _frame_args(motion_keys, bone_in, ik_in, morph_in, coupling, bone_state, morph_state, morph_out, frame_out):
-    """FrameArgs(...) built in a cached function: the proxy's own constructor is compiled anew in
-    every process (~2 s for ~80 array fields); this one loads from numba's disk cache (which checks
-    this file only: after changing FrameArgs' fields in pose/stages.py, delete its cache)."""
-    return FrameArgs(motion_keys, bone_in, ik_in, morph_in, coupling, bone_state, morph_state, morph_out, frame_out)
 
 
 def _state_view(name: str, doc: str) -> property:
@@ -122,7 +113,7 @@ class Character:
         s = self.state
         if self._args_coupling is not s.coupling:  # (re)built when the simulator's coupling changes
             r = self.rig
-            self._args = _frame_args(self._motion_keys, r.bone_in, r.ik_in, r.morph_in, s.coupling, s.bone_state,
+            self._args = frame_args(self._motion_keys, r.bone_in, r.ik_in, r.morph_in, s.coupling, s.bone_state,
                                      s.morph_state, s.morph_out, s.frame_out)
             self._args_coupling = s.coupling
         run_frame(first, last, frame, True, self._args)
