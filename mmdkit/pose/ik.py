@@ -238,7 +238,7 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
         r = _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw)
         put4(local_q, link, r[0], r[1], r[2], r[3])
         put4(ik_q, link, 0.0, 0.0, 0.0, 1.0)
-    for j in range(l0, l1):
+    for j in range(l0, l1):  # a second pass: a bone listed twice must read the identity above
         link = ik_link_bone[j]
         put4(ik_q, link, local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3])
     _refresh(p0, p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
