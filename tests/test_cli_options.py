@@ -214,3 +214,40 @@ def test_pose_refuses_more_frames_than_memory_holds(mmdkit_cli, assets, tmp_path
                               tmp_path / "p.npz")  # 10 million frames × 28,646 vertices: terabytes
     assert_one_line_error(code, err, "--frames", "'0:9999999'", "GiB of memory", "pose fewer frames")
     assert not list(tmp_path.iterdir())
+
+
+def test_main_raises_the_gc_threshold_while_a_command_runs_and_restores_it(monkeypatch, mmdkit_cli):
+    import gc
+
+    import mmdkit.cli as cli
+
+    seen = []
+    monkeypatch.setattr(cli.cli, "main", lambda **kw: seen.append(gc.get_threshold()) or 0)
+    before = gc.get_threshold()
+    code, _, _ = mmdkit_cli("info", "x.pmx")
+    assert code == 0 and seen[0][0] >= cli.GC_THRESHOLD and seen[0][1:] == before[1:]
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0  # in-process: nothing frozen
+
+
+def test_command_start_up_runs_no_full_collection(assets, tmp_path):
+    """``mmdkit export`` run as the command: no generation-2 collection while it runs (start-up's
+    long-lived objects are not walked again and again), and the heap is frozen by the time the
+    interpreter exits (its last full collection walks only what came after)."""
+    import subprocess
+    import sys
+
+    probe = ("import gc, sys\n"
+             "full = []\n"
+             "gc.callbacks.append(lambda p, i: p == 'start' and i['generation'] == 2 and full.append(1))\n"
+             "import atexit; atexit.register(lambda: print('full collections', len(full), 'frozen', gc.get_freeze_count(),\n"
+             "                                    file=sys.stderr))\n"
+             "from mmdkit.cli import main\n"
+             "sys.argv[0] = 'mmdkit'\n"
+             "main()\n")
+    r = subprocess.run([sys.executable, "-c", probe, "export", str(assets / "gene" / "Gene.pmx"),
+                        str(assets / "wavefile" / "wavefile_v2.vmd"), "--frames", "0:3", "-o", str(tmp_path / "o.npz"),
+                        "-q"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stderr.splitlines() if ln.startswith("full collections"))
+    full, frozen = int(line.split()[2]), int(line.split()[4])
+    assert full == 0 and frozen > 50_000, line
