@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
 
 from mmdkit.mathutil import put3, put4, qmul_scalar, qrot_scalar, qscale_angle_scalar
@@ -33,9 +34,10 @@ def update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim
     # Every array read happens up front and unconditionally, every write at the end: numba can
     # then drop the reference counting of the inlined array arguments (otherwise ~24 atomic
     # operations per bone, more than the arithmetic). s is the append source (b itself if none).
+    b = np.uint64(b)  # unsigned indices: numba then skips the negative-index wraparound
     f = flags[b]
     ap = append_parent[b]
-    s = ap if ap >= 0 else b
+    s = np.uint64(ap if ap >= 0 else b)
     f_s = flags[s]
     ap_s = append_parent[s]
     ratio = append_ratio[b]
@@ -86,8 +88,9 @@ def update_world(b, parent, position, local_t, local_q, world_p, world_q):
     """Bone b's world_p (B,3) / world_q (B,4) float64 model space = parent's world ∘ (rest
     offset position[b] − position[parent] + local_t[b], local_q[b]); parent (B,) int32."""
     # straight-line like update_local (a root reads itself, then uses the identity instead)
+    b = np.uint64(b)  # unsigned indices: numba then skips the negative-index wraparound
     p = parent[b]
-    s = p if p >= 0 else b
+    s = np.uint64(p if p >= 0 else b)
     px, py, pz, pw = world_q[s, 0], world_q[s, 1], world_q[s, 2], world_q[s, 3]
     ox, oy, oz = world_p[s, 0], world_p[s, 1], world_p[s, 2]
     rx, ry, rz = position[s, 0], position[s, 1], position[s, 2]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
 
 from mmdkit.mathutil import put3, put4, qmul_scalar, qrot_scalar, qto_matrix3_scalar
@@ -147,11 +148,12 @@ def _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mo
     target was turned with it (a lazy free link: the bones in between are left for the
     iteration's refresh), 2 when it turned and the path below it needs a refresh."""
     # Every array read up front, unconditionally (as fk.update_local: no reference counting).
-    link = ik_link_bone[j]
+    j, target = np.uint64(j), np.uint64(target)  # unsigned indices: no negative-index wraparound
+    link = np.uint64(ik_link_bone[j])
     mode = ik_link_mode[j]
     lazy = ik_link_lazy[j]
     p = parent[link]
-    s = p if p >= 0 else link
+    s = np.uint64(p if p >= 0 else link)
     px, py, pz, pw = world_q[s, 0], world_q[s, 1], world_q[s, 2], world_q[s, 3]
     lx, ly, lz = world_p[link, 0], world_p[link, 1], world_p[link, 2]
     ax, ay, az = lx - world_p[target, 0], ly - world_p[target, 1], lz - world_p[target, 2]  # target → link
