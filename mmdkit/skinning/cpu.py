@@ -1,7 +1,8 @@
 """CPU skinning: bind mesh + skinning matrices → posed positions and unit normals.
 
-In: a ``Model`` (regrouped once into ``CpuSkinner``: vertices sorted by deform type, each group with
-only the bone slots and weights its type reads), per frame ``bone_skin`` (B, 4, 4) float32
+In: a ``Model`` (regrouped once into ``CpuSkinner``: vertices sorted by deform type and bone slots,
+cut into runs that share their bones, bind data as float32 structure-of-arrays, each type with only
+the weights it reads), per frame ``bone_skin`` (B, 4, 4) float32
 (= bone_world @ translate(-bone_position)) and optional vertex-morph offsets (V, 3) float32.
 Out: caller-owned (V, 3) float32 positions and (optionally) normals, in the model's vertex order.
 Kernels (BDEF1/2/4, SDEF, QDEF) are in ``skinning.kernels``.
@@ -14,8 +15,8 @@ import numpy as np
 
 from mmdkit.errors import BuildError
 from mmdkit.model.deform import effective_weights, used_slots
-from mmdkit.model.model import DEFORM_QDEF, DEFORM_SDEF
-from mmdkit.skinning.kernels import GROUPS, skin_groups_parallel, skin_groups_serial
+from mmdkit.model.model import DEFORM_BDEF2, DEFORM_BDEF4, DEFORM_QDEF, DEFORM_SDEF
+from mmdkit.skinning.kernels import GROUPS, PAD, SCRATCH, skin_groups_parallel, skin_groups_serial
 
 __all__ = ["CpuSkinner", "prepare_normals"]
 
@@ -77,24 +78,80 @@ def _sdef_tables(model, sdef_rows):
             np.ascontiguousarray(cr1, np.float32))
 
 
-def _group_order(vertex_deform, vertex_bone, vertex_weight, vertex_morphable):
+def _bone_sets(vertex_deform, vertex_bone, vertex_weight):
+    """(V, 4) int64 bone slots and (V, 4) float32 weights with the slots of each BDEF2 and BDEF4
+    vertex sorted by bone (weightless slots last: BDEF2's M0 + w1 (M1 - M0) is then exactly M0), so
+    vertices on the same set of bones share a run whatever their slot order (the blend is a sum);
+    other types as given (QDEF's first slot is its sign reference)."""
+    bone = vertex_bone.astype(np.int64)
+    weight = vertex_weight.copy()
+    for deform, n in ((DEFORM_BDEF2, 2), (DEFORM_BDEF4, 4)):
+        rows = vertex_deform == deform
+        b, w = bone[rows, :n], weight[rows, :n]
+        slot = np.argsort(np.where(w != 0, b, np.iinfo(np.int64).max), axis=1, kind="stable")
+        bone[rows, :n] = np.take_along_axis(b, slot, 1)
+        weight[rows, :n] = np.take_along_axis(w, slot, 1)
+    return bone, weight
+
+
+def _group_order(vertex_deform, vertex_bone, vertex_morphable):
     """Permutation putting vertices in group order (deform type, then unmorphed before morphed; see
-    ``kernels.GROUPS``); inside a group, vertices with a zero 4th weight first (BDEF4 on three
-    bones), then by bone slots (so a run of vertices shares its matrices; file order inside a run).
-    Also the (11,) uint64 group starts."""
+    ``kernels.GROUPS``), inside a group by bone slots (so a run of vertices shares its matrices; file
+    order inside a run). Also the (11,) uint64 group starts."""
     b = vertex_bone.astype(np.int64)
     group = vertex_deform.astype(np.int64) * 2 + vertex_morphable
-    order = np.lexsort((b[:, 3], b[:, 2], b[:, 1], b[:, 0], vertex_weight[:, 3] != 0, group)).astype(np.uint32)
+    order = np.lexsort((b[:, 3], b[:, 2], b[:, 1], b[:, 0], group)).astype(np.uint32)
     start = np.searchsorted(group[order], np.arange(2 * len(GROUPS) + 1)).astype(np.uint64)
     start[-1] = len(order)
     return order, start
 
 
-def _chunks(group_start):
-    """(C, 3) uint64 work items (group, lo, hi) of at most CHUNK permuted rows, none across groups."""
-    rows = [(g, lo, min(lo + CHUNK, group_start[g + 1]))
-            for g in range(len(group_start) - 1) for lo in range(group_start[g], group_start[g + 1], CHUNK)]
+def _runs(run_bone, group_start):
+    """Runs of permuted rows sharing their group and bone slots, cut to at most SCRATCH rows.
+
+    run_bone (V, 4) int64 the bone slots that key a run, in permuted order; group_start (11,) uint64.
+    Out: (R, 7) uint64 rows (first row, end row, first row + row count rounded up to 8, bone slots
+    0-3) and (11,) uint64 first run of each group + R."""
+    V = len(run_bone)
+    cut = np.zeros(V, bool)
+    cut[:1] = True
+    cut[1:] = (run_bone[1:] != run_bone[:-1]).any(1)
+    cut[group_start[:-1][group_start[:-1] < V].astype(np.int64)] = True
+    first = np.nonzero(cut)[0]
+    count = np.diff(np.append(first, V))
+    pieces = -(-count // SCRATCH)
+    piece = np.arange(pieces.sum()) - np.repeat(np.cumsum(pieces) - pieces, pieces)  # index inside its run
+    lo = np.repeat(first, pieces) + SCRATCH * piece
+    hi = np.minimum(lo + SCRATCH, np.repeat(first + count, pieces))
+    run = np.empty((len(lo), 7), np.uint64)
+    run[:, 0] = lo
+    run[:, 1] = hi
+    run[:, 2] = lo + (hi - lo + 7) // 8 * 8
+    run[:, 3:] = run_bone[lo] if len(lo) else np.zeros((0, 4), np.int64)
+    return run, np.searchsorted(lo, group_start.astype(np.int64)).astype(np.uint64)
+
+
+def _chunks(group_run, run):
+    """(C, 3) uint64 work items (group, first run, end run) of about CHUNK rows, none across groups."""
+    rows = []
+    for g in range(len(group_run) - 1):
+        r = int(group_run[g])
+        while r < group_run[g + 1]:
+            e = r + 1
+            while e < group_run[g + 1] and run[e, 1] - run[r, 0] <= CHUNK:
+                e += 1
+            rows.append((g, r, e))
+            r = e
     return np.array(rows, np.uint64).reshape(-1, 3)
+
+
+def _padded(a, axis=-1):
+    """``a`` with PAD zero rows appended along ``axis`` (the 8-wide loops read up to 7 rows on)."""
+    shape = list(a.shape)
+    shape[axis] += PAD
+    out = np.zeros(shape, a.dtype)
+    out[tuple(slice(0, n) for n in a.shape)] = a
+    return out
 
 
 class CpuSkinner:
@@ -105,8 +162,8 @@ class CpuSkinner:
     ``bind_normal`` (V, 3) float32 (unit, zero-length file normals repaired), ``vertex_deform`` (V,)
     uint8, ``vertex_bone`` (V, 4) uint16|int32 (unused slots 0; slot 2 of an SDEF vertex = its row in
     ``sdef_c``/``sdef_cr0``/``sdef_cr1`` (S, 3) float32), ``vertex_weight`` (V, 4) float32 as applied,
-    ``num_vertices``, ``num_bones``. The kernels read the grouped copies (``group_start``,
-    ``vertex_index``, ...; see ``kernels.skin_span``).
+    ``num_vertices``, ``num_bones``. The kernels read the run-ordered copies (``group_start``,
+    ``run``, ``vertex_index``, ``vertex_bind``, ...; see ``kernels.skin_runs``).
     ``vertex_morphable`` (V,) bool: the vertices whose morph offsets ``skin`` reads (default: those
     the model's vertex morphs move; the others skip the offsets).
     ``parallel``: None = threaded when the mesh is large enough to pay (≥ PARALLEL_MIN_VERTICES) and
@@ -179,39 +236,41 @@ class CpuSkinner:
         self.sdef_c, self.sdef_cr0, self.sdef_cr1 = (np.ascontiguousarray(t, np.float32) for t in sdef_tables)
         self.num_sdef = int((deform == DEFORM_SDEF).sum())
         self.num_qdef = int((deform == DEFORM_QDEF).sum())
-        order, start = _group_order(deform, self.vertex_bone, self.vertex_weight, morphable)
-        self.vertex_index = order
+        bone, w = _bone_sets(deform, self.vertex_bone, self.vertex_weight)
+        order, start = _group_order(deform, bone, morphable)
+        self.vertex_index = _padded(order)
         self.group_start = start
-        self.vertex_bind = np.ascontiguousarray(np.concatenate([self.bind_position, self.bind_normal], 1)[order])
+        self.vertex_bind = _padded(np.concatenate([self.bind_position, self.bind_normal], 1)[order].T)
+        key = bone[order]
+        key[deform[order] == DEFORM_SDEF, 2] = 0  # slot 2 of SDEF is the vertex's table row
+        self.run, self.group_run = _runs(key, start)
         rows = [order[start[2 * t]:start[2 * t + 2]] for t in range(len(GROUPS))]
-        bw = self.vertex_bone, self.vertex_weight
-        self.bdef1_bone = np.ascontiguousarray(bw[0][rows[0], 0])
-        self.bdef2_bone, self.bdef2_weight = (np.ascontiguousarray(a[rows[1], :2]) for a in bw)
-        self.bdef4_bone, self.bdef4_weight = (np.ascontiguousarray(a[rows[2]]) for a in bw)
-        self.sdef_bone = np.ascontiguousarray(bw[0][rows[3], :2])
-        self.sdef_weight = np.ascontiguousarray(bw[1][rows[3], 0])
-        srow = bw[0][rows[3], 2].astype(np.int64)
+        self.bdef2_weight = _padded(w[rows[1], 1])
+        self.bdef4_weight = _padded(w[rows[2]].T)
+        self.sdef_weight = np.ascontiguousarray(w[rows[3], 0])
+        srow = self.vertex_bone[rows[3], 2].astype(np.int64)
         self.sdef_group_c, self.sdef_group_cr0, self.sdef_group_cr1 = (
             np.ascontiguousarray(t[srow]) if len(srow) else t for t in (self.sdef_c, self.sdef_cr0, self.sdef_cr1))
-        self.qdef_bone, self.qdef_weight = (np.ascontiguousarray(a[rows[4]]) for a in bw)
-        self.chunks = _chunks(start)
+        self.qdef_weight = np.ascontiguousarray(w[rows[4]])
+        self.chunks = _chunks(self.group_run, self.run)
         self._no_offset = np.zeros((1, 3), np.float32)
         self._no_normal = np.zeros((1, 3), np.float32)
         threads = numba.config.NUMBA_NUM_THREADS > 1
         self.parallel = (V >= PARALLEL_MIN_VERTICES and threads) if parallel is None else bool(parallel)
-        self._tables = (self.group_start, self.vertex_index, self.vertex_bind, self.bdef1_bone, self.bdef2_bone,
-                        self.bdef2_weight, self.bdef4_bone, self.bdef4_weight, self.sdef_bone, self.sdef_weight,
-                        self.sdef_group_c, self.sdef_group_cr0, self.sdef_group_cr1, self.qdef_bone,
-                        self.qdef_weight)
+        self._tables = (self.group_start, self.run, self.vertex_index, self.vertex_bind, self.bdef2_weight,
+                        self.bdef4_weight, self.sdef_weight, self.sdef_group_c, self.sdef_group_cr0,
+                        self.sdef_group_cr1, self.qdef_weight)
         _readonly(self.vertex_bone, self.vertex_weight, self.vertex_deform, self.bind_position, self.bind_normal,
-                  self.sdef_c, self.sdef_cr0, self.sdef_cr1, self._no_offset, self.chunks, *self._tables)
+                  self.sdef_c, self.sdef_cr0, self.sdef_cr1, self._no_offset, self.chunks, self.group_run,
+                  *self._tables)
 
     def skin(self, bone_skin, vertex_offset, out_position, out_normal, *, parallel: bool | None = None):
         """Write posed positions and unit normals.
 
         bone_skin (B, 4, 4) float32 C-contiguous; vertex_offset (V, 3) float32 or None (vertex-morph
-        offsets added to the bind positions first; read only at the morphable vertices); out_position (V, 3) float32 C-contiguous, written
-        in full; out_normal the same, or None to skip normals. Allocates nothing.
+        offsets added to the bind positions first; read only at the morphable vertices);
+        out_position (V, 3) float32 C-contiguous, written in full; out_normal the same, or None to
+        skip normals. Allocates nothing.
         """
         if bone_skin.shape[0] < self.num_bones or out_position.shape[0] != self.num_vertices \
                 or (out_normal is not None and out_normal.shape[0] != self.num_vertices):
@@ -221,4 +280,4 @@ class CpuSkinner:
         if self.parallel if parallel is None else parallel:
             skin_groups_parallel(self.chunks, bone_skin, *self._tables, off, has, want, out_position, nrm)
         else:
-            skin_groups_serial(bone_skin, *self._tables, off, has, want, out_position, nrm)
+            skin_groups_serial(self.group_run, bone_skin, *self._tables, off, has, want, out_position, nrm)

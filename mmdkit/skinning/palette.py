@@ -272,6 +272,19 @@ class PaletteBatches:
         return out
 
 
+def _ascending_palettes(batch_palette, vertex_palette_index, vertex_batch):
+    """Each batch's palette sorted by global bone id (pads last), the vertices' palette slots
+    remapped: palette-local slot order then follows the model's bone order, so ``CpuSkinner``'s
+    bone-sorted runs (and float rounding) are the same in a batch as in the whole mesh.
+    batch_palette (nb, P) int32, vertex_palette_index (V', 4) int32, vertex_batch (V',) int32 → the
+    first two, new."""
+    key = np.where(batch_palette < 0, np.iinfo(np.int32).max, batch_palette)
+    order = np.argsort(key, axis=1, kind="stable")  # new slot → old slot
+    rank = np.argsort(order, axis=1).astype(np.int32)  # old slot → new slot
+    return (np.ascontiguousarray(np.take_along_axis(batch_palette, order, 1)),
+            np.ascontiguousarray(rank[vertex_batch[:, None], vertex_palette_index]))
+
+
 def build_palette_batches(model, palette_size: int = 36, *, keep_order: bool = False) -> PaletteBatches:
     """Split ``model``'s triangles per material into batches of ≤ ``palette_size`` bones.
 
@@ -294,6 +307,7 @@ def build_palette_batches(model, palette_size: int = 36, *, keep_order: bool = F
                  np.ascontiguousarray(model.vertex_bone_index, np.int32), model.num_bones, P, bool(keep_order))
     bm, bfs, bp, fv, fs, vs, vp, bvs = res
     vbatch = np.repeat(np.arange(len(bm), dtype=np.int32), np.diff(bvs))
+    bp, vp = _ascending_palettes(bp, vp, vbatch)
     pb = PaletteBatches(P, bm, bfs, fv, fs, bp, bvs, vs, vp, vbatch, model.num_vertices)
     for a in (bm, bfs, fv, fs, bp, bvs, vs, vp, vbatch):
         a.flags.writeable = False
