@@ -247,10 +247,9 @@ class CpuSkinner:
         rows = [order[start[2 * t]:start[2 * t + 2]] for t in range(len(GROUPS))]
         self.bdef2_weight = _padded(w[rows[1], 1])
         self.bdef4_weight = _padded(w[rows[2]].T)
-        self.sdef_weight = np.ascontiguousarray(w[rows[3], 0])
         srow = self.vertex_bone[rows[3], 2].astype(np.int64)
-        self.sdef_group_c, self.sdef_group_cr0, self.sdef_group_cr1 = (
-            np.ascontiguousarray(t[srow]) if len(srow) else t for t in (self.sdef_c, self.sdef_cr0, self.sdef_cr1))
+        self.sdef_table = _padded(np.concatenate([w[rows[3], :1], self.sdef_c[srow], self.sdef_cr0[srow],
+                                                  self.sdef_cr1[srow]], 1).T)
         self.qdef_weight = np.ascontiguousarray(w[rows[4]])
         self.chunks = _chunks(self.group_run, self.run)
         self._no_offset = np.zeros((1, 3), np.float32)
@@ -258,8 +257,7 @@ class CpuSkinner:
         threads = numba.config.NUMBA_NUM_THREADS > 1
         self.parallel = (V >= PARALLEL_MIN_VERTICES and threads) if parallel is None else bool(parallel)
         self._tables = (self.group_start, self.run, self.vertex_index, self.vertex_bind, self.bdef2_weight,
-                        self.bdef4_weight, self.sdef_weight, self.sdef_group_c, self.sdef_group_cr0,
-                        self.sdef_group_cr1, self.qdef_weight)
+                        self.bdef4_weight, self.sdef_table, self.qdef_weight)
         _readonly(self.vertex_bone, self.vertex_weight, self.vertex_deform, self.bind_position, self.bind_normal,
                   self.sdef_c, self.sdef_cr0, self.sdef_cr1, self._no_offset, self.chunks, self.group_run,
                   *self._tables)

@@ -8,7 +8,8 @@ normals written at the vertices' original rows.
 BDEF1/2/4 run kernels read a run's matrices once (broadcast constants), then compute the run's
 positions and normals in straight-line, branch-free loops over the structure-of-arrays bind data
 (LLVM vectorises them 8 wide with AVX2/FMA) into a stack scratch buffer, and scatter that to the
-output rows in a second short loop. SDEF and QDEF vertices go one by one.
+output rows in a second short loop; SDEF the same with the run's two bone quaternions. QDEF vertices
+go one by one.
 """
 
 from __future__ import annotations
@@ -94,10 +95,11 @@ def _unit(nx, ny, nz):
 @njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
 def _sin_half_pi(x):
     """sin(x) for x in [0, π/2] (the slerp angles of shortest-arc unit quaternions): odd Taylor
-    polynomial to x^13, error < 6e-8 there, in the argument's float type."""
+    polynomial to x^13, error < 6e-8 there; float32 in and out (float32 coefficients)."""
     x2 = x * x
-    return x * (1.0 + x2 * (-1.0 / 6.0 + x2 * (1.0 / 120.0 + x2 * (-1.0 / 5040.0 + x2 * (
-        1.0 / 362880.0 + x2 * (-1.0 / 39916800.0 + x2 * (1.0 / 6227020800.0)))))))
+    return x * (np.float32(1.0) + x2 * (np.float32(-1.0 / 6.0) + x2 * (np.float32(1.0 / 120.0) + x2 * (
+        np.float32(-1.0 / 5040.0) + x2 * (np.float32(1.0 / 362880.0) + x2 * (
+            np.float32(-1.0 / 39916800.0) + x2 * np.float32(1.0 / 6227020800.0)))))))
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
@@ -259,59 +261,78 @@ def _bdef4(r0, r1, g0, M, run, bdef4_weight, vertex_index, vertex_bind, vertex_o
         _scatter(s, lo, hi, vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
+@njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
+def _qrot32(x, y, z, w, vx, vy, vz):
+    """(vx, vy, vz) rotated by the unit quaternion (x, y, z, w), all float32 (no float64 literals, so
+    a loop of it vectorises 8 wide): v + w t + q × t with t = 2 q × v."""
+    tx = y * vz - z * vy; ty = z * vx - x * vz; tz = x * vy - y * vx
+    tx += tx; ty += ty; tz += tz
+    return vx + w * tx + (y * tz - z * ty), vy + w * ty + (z * tx - x * tz), vz + w * tz + (x * ty - y * tx)
+
+
+@njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
+def _slerp32(w0, w1, x0, y0, z0, q0, x1, y1, z1, q1, sgn, th, inv_sn, near):
+    """Unit slerp(q0, q1, w1) (float32 scalars; sgn = ±1 picks the shortest arc, th the arc's angle,
+    inv_sn = 1 / sin th): MMD's slerp weights, or a normalised lerp when ``near`` (q0 ≈ ±q1)."""
+    wa = w0 if near else _sin_half_pi(w0 * th) * inv_sn
+    wb = sgn * (w1 if near else _sin_half_pi(w1 * th) * inv_sn)
+    qx = wa * x0 + wb * x1; qy = wa * y0 + wb * y1; qz = wa * z0 + wb * z1; qw = wa * q0 + wb * q1
+    inv = np.float32(1.0) / np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+    return qx * inv, qy * inv, qz * inv, qw * inv
+
+
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST, _nrt=False)
-def _sdef(r0, r1, g0, M, run, sdef_weight, sdef_c, sdef_cr0, sdef_cr1, vertex_index, vertex_bind,
-          vertex_offset, has_offset, want_normal, vertex_position_out, vertex_normal_out):
-    """Runs [r0, r1), SDEF: rotate about C by slerp(q0, q1, w1), translate by the blended C' points.
-    The two bone quaternions and their angle are made once per run (one bone pair); the slerp
-    weights stay per vertex (MMD's formula). Per-vertex tables are indexed from g0."""
+def _sdef(r0, r1, g0, M, run, sdef_table, vertex_index, vertex_bind, vertex_offset, has_offset, want_normal,
+          vertex_position_out, vertex_normal_out):
+    """Runs [r0, r1), SDEF: rotate about C by slerp(q0, q1, w1), translate by the blended C' points,
+    w0 (M0 CR0) + w1 (M1 CR1). The bone quaternions, their angle and the rows of M0, M1 are made once
+    per run (one bone pair); per vertex, sdef_table (10, ns + PAD) float32 rows w0, C, CR0, CR1
+    (indexed from g0). The normal is the unit bind normal turned by the unit quaternion."""
+    s = _scratch()
+    if not has_offset:
+        _zero_offsets(s)
     for r in range(r0, r1):
-        lo = run[r, 0]; hi = run[r, 1]; b0 = run[r, 3]; b1 = run[r, 4]
-        x0, y0, z0, w0_ = qfrom_matrix3_scalar(M[b0, 0, 0], M[b0, 0, 1], M[b0, 0, 2], M[b0, 1, 0], M[b0, 1, 1],
-                                               M[b0, 1, 2], M[b0, 2, 0], M[b0, 2, 1], M[b0, 2, 2])
-        x1, y1, z1, w1_ = qfrom_matrix3_scalar(M[b1, 0, 0], M[b1, 0, 1], M[b1, 0, 2], M[b1, 1, 0], M[b1, 1, 1],
-                                               M[b1, 1, 2], M[b1, 2, 0], M[b1, 2, 1], M[b1, 2, 2])
-        d = x0 * x1 + y0 * y1 + z0 * z1 + w0_ * w1_
-        sgn = 1.0
-        if d < 0.0:  # shortest arc
-            d = -d
-            sgn = -1.0
-        near = d > 0.9995
-        th = math.acos(min(d, 1.0))
-        inv_sn = 1.0 / math.sin(th) if not near else 0.0
-        for v in range(lo, hi):
-            i = vertex_index[v]
+        lo = run[r, 0]; hi = run[r, 1]; end = run[r, 2]; b0 = run[r, 3]; b1 = run[r, 4]
+        x0, y0, z0, q0 = qfrom_matrix3_scalar(M[b0, 0, 0], M[b0, 0, 1], M[b0, 0, 2], M[b0, 1, 0], M[b0, 1, 1],
+                                              M[b0, 1, 2], M[b0, 2, 0], M[b0, 2, 1], M[b0, 2, 2])
+        x1, y1, z1, q1 = qfrom_matrix3_scalar(M[b1, 0, 0], M[b1, 0, 1], M[b1, 0, 2], M[b1, 1, 0], M[b1, 1, 1],
+                                              M[b1, 1, 2], M[b1, 2, 0], M[b1, 2, 1], M[b1, 2, 2])
+        x0 = np.float32(x0); y0 = np.float32(y0); z0 = np.float32(z0); q0 = np.float32(q0)
+        x1 = np.float32(x1); y1 = np.float32(y1); z1 = np.float32(z1); q1 = np.float32(q1)
+        d = x0 * x1 + y0 * y1 + z0 * z1 + q0 * q1
+        sgn = np.float32(-1.0) if d < 0.0 else np.float32(1.0)  # shortest arc
+        d = abs(d)
+        near = d > 0.9995  # nearly equal rotations: normalised lerp
+        th = np.float32(math.acos(min(d, 1.0)))
+        inv_sn = np.float32(0.0) if near else np.float32(1.0 / math.sin(th))
+        if has_offset:
+            _gather_offsets(s, lo, end, vertex_index, vertex_offset)
+        for k in range(np.int64(end - lo)):
+            v = lo + np.uint64(k)
             j = v - g0
-            w0 = sdef_weight[j]
+            w0 = sdef_table[0, j]
             w1 = np.float32(1.0) - w0
-            if near:  # nearly equal rotations: normalised lerp
-                qx = x0 + w1 * (sgn * x1 - x0); qy = y0 + w1 * (sgn * y1 - y0)
-                qz = z0 + w1 * (sgn * z1 - z0); qw = w0_ + w1 * (sgn * w1_ - w0_)
-            else:
-                wa = _sin_half_pi((1.0 - w1) * th) * inv_sn
-                wb = sgn * _sin_half_pi(w1 * th) * inv_sn
-                qx = wa * x0 + wb * x1; qy = wa * y0 + wb * y1; qz = wa * z0 + wb * z1; qw = wa * w0_ + wb * w1_
-            ql = math.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
-            qx /= ql; qy /= ql; qz /= ql; qw /= ql
-            px = vertex_bind[0, v]; py = vertex_bind[1, v]; pz = vertex_bind[2, v]
-            if has_offset:
-                px += vertex_offset[i, 0]; py += vertex_offset[i, 1]; pz += vertex_offset[i, 2]
-            cx = sdef_c[j, 0]; cy = sdef_c[j, 1]; cz = sdef_c[j, 2]
-            rx, ry, rz = qrot_scalar(qx, qy, qz, qw, px - cx, py - cy, pz - cz)
-            ax = sdef_cr0[j, 0]; ay = sdef_cr0[j, 1]; az = sdef_cr0[j, 2]
-            bx = sdef_cr1[j, 0]; by = sdef_cr1[j, 1]; bz = sdef_cr1[j, 2]
-            # + the blended C' points: w0 M0 CR0 + w1 M1 CR1
-            rx += (w0 * (M[b0, 0, 0] * ax + M[b0, 0, 1] * ay + M[b0, 0, 2] * az + M[b0, 0, 3])
-                   + w1 * (M[b1, 0, 0] * bx + M[b1, 0, 1] * by + M[b1, 0, 2] * bz + M[b1, 0, 3]))
-            ry += (w0 * (M[b0, 1, 0] * ax + M[b0, 1, 1] * ay + M[b0, 1, 2] * az + M[b0, 1, 3])
-                   + w1 * (M[b1, 1, 0] * bx + M[b1, 1, 1] * by + M[b1, 1, 2] * bz + M[b1, 1, 3]))
-            rz += (w0 * (M[b0, 2, 0] * ax + M[b0, 2, 1] * ay + M[b0, 2, 2] * az + M[b0, 2, 3])
-                   + w1 * (M[b1, 2, 0] * bx + M[b1, 2, 1] * by + M[b1, 2, 2] * bz + M[b1, 2, 3]))
-            vertex_position_out[i, 0] = rx; vertex_position_out[i, 1] = ry; vertex_position_out[i, 2] = rz
-            if want_normal:
-                # a unit quaternion turns the unit bind normal into a unit normal: no normalising
-                mx, my, mz = qrot_scalar(qx, qy, qz, qw, vertex_bind[3, v], vertex_bind[4, v], vertex_bind[5, v])
-                vertex_normal_out[i, 0] = mx; vertex_normal_out[i, 1] = my; vertex_normal_out[i, 2] = mz
+            qx, qy, qz, qw = _slerp32(w0, w1, x0, y0, z0, q0, x1, y1, z1, q1, sgn, th, inv_sn, near)
+            rx, ry, rz = _qrot32(qx, qy, qz, qw, vertex_bind[0, v] + s[_OX + k] - sdef_table[1, j],
+                                 vertex_bind[1, v] + s[_OY + k] - sdef_table[2, j],
+                                 vertex_bind[2, v] + s[_OZ + k] - sdef_table[3, j])
+            ax = sdef_table[4, j]; ay = sdef_table[5, j]; az = sdef_table[6, j]
+            bx = sdef_table[7, j]; by = sdef_table[8, j]; bz = sdef_table[9, j]
+            s[_PX + k] = rx + (w0 * (M[b0, 0, 0] * ax + M[b0, 0, 1] * ay + M[b0, 0, 2] * az + M[b0, 0, 3])
+                               + w1 * (M[b1, 0, 0] * bx + M[b1, 0, 1] * by + M[b1, 0, 2] * bz + M[b1, 0, 3]))
+            s[_PY + k] = ry + (w0 * (M[b0, 1, 0] * ax + M[b0, 1, 1] * ay + M[b0, 1, 2] * az + M[b0, 1, 3])
+                               + w1 * (M[b1, 1, 0] * bx + M[b1, 1, 1] * by + M[b1, 1, 2] * bz + M[b1, 1, 3]))
+            s[_PZ + k] = rz + (w0 * (M[b0, 2, 0] * ax + M[b0, 2, 1] * ay + M[b0, 2, 2] * az + M[b0, 2, 3])
+                               + w1 * (M[b1, 2, 0] * bx + M[b1, 2, 1] * by + M[b1, 2, 2] * bz + M[b1, 2, 3]))
+        if want_normal:
+            for k in range(np.int64(end - lo)):
+                v = lo + np.uint64(k)
+                w0 = sdef_table[0, v - g0]
+                qx, qy, qz, qw = _slerp32(w0, np.float32(1.0) - w0, x0, y0, z0, q0, x1, y1, z1, q1, sgn, th, inv_sn,
+                                          near)
+                s[_NX + k], s[_NY + k], s[_NZ + k] = _qrot32(qx, qy, qz, qw, vertex_bind[3, v], vertex_bind[4, v],
+                                                             vertex_bind[5, v])
+        _scatter(s, lo, hi, vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST, _nrt=False)
@@ -375,7 +396,7 @@ def _qdef(r0, r1, g0, M, run, qdef_weight, vertex_index, vertex_bind, vertex_off
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def skin_runs(group, r0, r1, bone_skin, group_start, run, vertex_index, vertex_bind, bdef2_weight, bdef4_weight,
-              sdef_weight, sdef_c, sdef_cr0, sdef_cr1, qdef_weight, vertex_offset, has_offset, want_normal,
+              sdef_table, qdef_weight, vertex_offset, has_offset, want_normal,
               vertex_position_out, vertex_normal_out):
     """Skin runs [r0, r1) of vertex group ``group`` (type ``GROUPS[group // 2]``, morphed when odd).
 
@@ -384,7 +405,7 @@ def skin_runs(group, r0, r1, bone_skin, group_start, run, vertex_index, vertex_b
     loop, bone slots 0-3); vertex_index (V + PAD,) uint32 original row of each permuted row;
     vertex_bind (6, V + PAD) float32 bind position and unit normal (x, y, z rows), model space;
     weights as applied, per type in permuted order from the type's first row: bdef2_weight
-    (n2 + PAD,) w1, bdef4_weight (4, n4 + PAD), sdef_weight (ns,) w0, sdef_c/cr0/cr1 (ns, 3),
+    (n2 + PAD,) w1, bdef4_weight (4, n4 + PAD), sdef_table (10, ns + PAD) rows w0, C, CR0, CR1,
     qdef_weight (nq, 4).
     State in: vertex_offset (V, 3) float32 morph offsets at original rows, read when has_offset.
     State out: vertex_position_out, vertex_normal_out (V, 3) float32 at original rows (unit normals
@@ -403,8 +424,8 @@ def skin_runs(group, r0, r1, bone_skin, group_start, run, vertex_index, vertex_b
         _bdef4(r0, r1, g0, bone_skin, run, bdef4_weight, vertex_index, vertex_bind, vertex_offset, has_offset,
                want_normal, vertex_position_out, vertex_normal_out)
     elif kind == 3:
-        _sdef(r0, r1, g0, bone_skin, run, sdef_weight, sdef_c, sdef_cr0, sdef_cr1, vertex_index, vertex_bind,
-              vertex_offset, has_offset, want_normal, vertex_position_out, vertex_normal_out)
+        _sdef(r0, r1, g0, bone_skin, run, sdef_table, vertex_index, vertex_bind, vertex_offset, has_offset,
+              want_normal, vertex_position_out, vertex_normal_out)
     else:
         _qdef(r0, r1, g0, bone_skin, run, qdef_weight, vertex_index, vertex_bind, vertex_offset, has_offset,
               want_normal, vertex_position_out, vertex_normal_out)
@@ -412,24 +433,24 @@ def skin_runs(group, r0, r1, bone_skin, group_start, run, vertex_index, vertex_b
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def skin_groups_serial(group_run, bone_skin, group_start, run, vertex_index, vertex_bind, bdef2_weight,
-                       bdef4_weight, sdef_weight, sdef_c, sdef_cr0, sdef_cr1, qdef_weight, vertex_offset,
+                       bdef4_weight, sdef_table, qdef_weight, vertex_offset,
                        has_offset, want_normal, vertex_position_out, vertex_normal_out):
     """Every group on one thread; group_run (11,) uint64 first run of each group + R; other
     parameters as ``skin_runs``."""
     for g in range(group_run.shape[0] - 1):
         if group_run[g + 1] > group_run[g]:
             skin_runs(g, group_run[g], group_run[g + 1], bone_skin, group_start, run, vertex_index, vertex_bind,
-                      bdef2_weight, bdef4_weight, sdef_weight, sdef_c, sdef_cr0, sdef_cr1, qdef_weight,
+                      bdef2_weight, bdef4_weight, sdef_table, qdef_weight,
                       vertex_offset, has_offset, want_normal, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def skin_groups_parallel(chunks, bone_skin, group_start, run, vertex_index, vertex_bind, bdef2_weight,
-                         bdef4_weight, sdef_weight, sdef_c, sdef_cr0, sdef_cr1, qdef_weight, vertex_offset,
+                         bdef4_weight, sdef_table, qdef_weight, vertex_offset,
                          has_offset, want_normal, vertex_position_out, vertex_normal_out):
     """Work items ``chunks`` (C, 3) uint64 (group, first run, end run), each inside one group, over
     numba's threads; other parameters as ``skin_runs``."""
     for c in prange(chunks.shape[0]):
         skin_runs(chunks[c, 0], chunks[c, 1], chunks[c, 2], bone_skin, group_start, run, vertex_index,
-                  vertex_bind, bdef2_weight, bdef4_weight, sdef_weight, sdef_c, sdef_cr0, sdef_cr1, qdef_weight,
+                  vertex_bind, bdef2_weight, bdef4_weight, sdef_table, qdef_weight,
                   vertex_offset, has_offset, want_normal, vertex_position_out, vertex_normal_out)
