@@ -31,6 +31,19 @@ def test_npz_bvh_vmd(mmdkit_cli, miku_dance, tmp_path):
     assert 0 < baked.num_bone_keys < 61 * model_bones(model)
 
 
+def test_vmd_reduce_physics(mmdkit_cli, miku_dance, tmp_path):
+    """--reduce-physics with physics on: fewer keys than --reduce alone, the summary line as usual."""
+    model, motion = miku_dance
+    counts = []
+    for extra in ([], ["--reduce-physics", "0.1"]):
+        out_path = tmp_path / f"p{len(extra)}.vmd"
+        code, out, err = mmdkit_cli("export", model, motion, "-o", out_path, "--frames", "100:160", "--physics",
+                                    "--reduce", "0.001", *extra)
+        assert code == 0 and "wrote" in out, err
+        counts.append(mmdkit.load(out_path).num_bone_keys)
+    assert counts[1] < counts[0], counts
+
+
 def model_bones(path) -> int:
     return mmdkit.load(path).num_bones
 
@@ -48,6 +61,10 @@ def test_still_model_without_motion(mmdkit_cli, miku_dance, tmp_path):
     (["-o", "{tmp}/x.npz", "--fps", "0"], "fps"),
     (["-o", "{tmp}/x.vmd", "--frames", "0:4:0.5"], "frames"),
     (["-o", "{tmp}/x.vmd", "--reduce", "-1"], "reduce"),
+    (["-o", "{tmp}/x.vmd", "--reduce", "0.01", "--reduce-physics", "-1"], "--reduce-physics: must be a finite number"),
+    (["-o", "{tmp}/x.vmd", "--reduce", "0.01", "--reduce-physics", "abc"], "--reduce-physics: 'abc' is not a number"),
+    (["-o", "{tmp}/x.vmd", "--reduce-physics", "0.1"], "--reduce-physics: needs reduce"),
+    (["-o", "{tmp}/x.glb", "--reduce-physics", "0.1"], "--reduce-physics: does not apply to .glb"),
     (["-o", "{motion}"], "input"),
 ])
 def test_errors_are_one_line(mmdkit_cli, miku_dance, tmp_path, args, message):

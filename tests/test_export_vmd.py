@@ -112,6 +112,28 @@ def test_reduction_within_tolerance_on_every_bone(gene, tmp_path, tol):
     assert err <= tol, err
 
 
+@pytest.mark.parametrize("tol,tol2", [(0.001, 0.05), (0.01, 0.002)])
+def test_reduce_physics_bounds_each_region(gene, tmp_path, tol, tol2):
+    """--reduce-physics TOL2: re-posed without physics, the bones physics drives and the bones
+    below them (the 'End' tips included) stay within TOL2 of the physics run, every other bone
+    within TOL; a looser TOL2 drops physics keys, a tighter one keeps more."""
+    from mmdkit.export.vmd import baked_motion, physics_region
+
+    model, motion, baked = gene
+    region = physics_region(model, baked.bone_driven)
+    assert region[baked.bone_driven].all() and (region & ~baked.bone_driven).any() and not region.all()
+    info = write(baked, tmp_path / "p.vmd", motion=motion, reduce=tol, reduce_physics=tol2, warn=lambda s: None)
+    plain = baked_motion(baked, motion, reduce=tol, warn=lambda s: None)[1]
+    out = pose(model, mmdkit.load(tmp_path / "p.vmd"), FRAMES)
+    err = np.linalg.norm(out["bone_world"][..., :3, 3] - baked.bone_world[..., :3, 3], axis=-1).max(axis=0)
+    assert err[~region].max() <= tol and err[region].max() <= tol2, (err[~region].max(), err[region].max())
+    if tol2 > tol:
+        assert err[region].max() > tol  # the looser bound is used, not just allowed
+        assert info["bone_keys"] < 0.8 * plain["bone_keys"], (info["bone_keys"], plain["bone_keys"])
+    else:
+        assert info["bone_keys"] > plain["bone_keys"]
+
+
 def test_error_budget_splits_along_chains():
     """A chain of 3 moving bones gets TOL/3 each; a bone appended to the chain's middle counts
     the chain above it; a still bone takes no share; reach runs through append children."""
@@ -132,6 +154,30 @@ def test_error_budget_splits_along_chains():
     np.testing.assert_allclose(bone_reach(model), [3.0, 2.0, 1.0, 4.0, 1.0])
 
 
+def test_error_budget_physics_region():
+    """Physics drives b: b, its child c, its append child d and d's child e form the region
+    (TOL2), a keeps TOL; a chain a→b→c sums to TOL + (TOL2 − TOL) = TOL2; TOL2 == TOL is the
+    plain split; a tighter TOL2 caps a too (its error reaches the region)."""
+    from mmdkit.export.vmd import error_budget, physics_region
+    from mmdkit.model.builder import ModelBuilder
+
+    mb = ModelBuilder()
+    mb.add_bone("a", (0, 0, 0))
+    mb.add_bone("b", (0, 1, 0), parent=0)
+    mb.add_bone("c", (0, 3, 0), parent=1)
+    mb.add_bone("d", (5, 0, 0), append_parent=1, append_ratio=0.5)
+    mb.add_bone("e", (5, 4, 0), parent=3)
+    model = mb.build()
+    moving = np.array([True, True, True, True, False])
+    driven = np.array([False, True, False, False, False])
+    np.testing.assert_array_equal(physics_region(model, driven), [False, True, True, True, True])
+    np.testing.assert_allclose(error_budget(model, moving, 0.01, driven=driven, physics_tol=0.1),
+                               [0.01, 0.045, 0.045, 0.045, 0.045])
+    np.testing.assert_allclose(error_budget(model, moving, 0.06, driven=driven, physics_tol=0.06),
+                               error_budget(model, moving, 0.06))
+    np.testing.assert_allclose(error_budget(model, moving, 0.06, driven=driven, physics_tol=0.03), [0.01] * 5)
+
+
 def test_fractional_frames_refused(gene, tmp_path):
     model, motion, _ = gene
     half = bake(model, motion, [0.5, 1.5], physics=False)
@@ -139,4 +185,10 @@ def test_fractional_frames_refused(gene, tmp_path):
         write(half, tmp_path / "x.vmd", motion=motion)
     with pytest.raises(OptionError, match="reduce"):
         write(bake(model, motion, [0.0, 1.0], physics=False), tmp_path / "x.vmd", reduce=-1)
+    still = bake(model, motion, [0.0, 1.0], physics=False)
+    for bad in (-0.1, "abc", float("inf")):
+        with pytest.raises(OptionError, match="reduce_physics"):
+            write(still, tmp_path / "x.vmd", reduce=0.01, reduce_physics=bad)
+    with pytest.raises(OptionError, match="reduce_physics: needs reduce"):
+        write(still, tmp_path / "x.vmd", reduce_physics=0.1)
     assert not list(tmp_path.iterdir())

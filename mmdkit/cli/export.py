@@ -35,9 +35,12 @@ from mmdkit.cli._output import check_output, writing
 @click.option("--reduce", "reduce_tol", type=float, default=None, metavar="TOL",
               help=".vmd/.glb: drop keys while every bone, re-posed from the kept ones, stays within TOL "
                    "units of the run (.vmd: default none, every frame keyed).")
+@click.option("--reduce-physics", "reduce_physics", default=None, metavar="TOL2",
+              help=".vmd with --reduce: TOL2 units instead of TOL for the bones physics drives and the "
+                   "bones below them (default TOL); the other bones keep TOL.")
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
 def command(model_path, motion_path, output, frames, fps, physics, camera_path, joints, scale, vertices, reduce_tol,
-            quiet):
+            reduce_physics, quiet):
     """Bake MOTION on MODEL (IK, append, morphs, physics) and write it by OUT's extension.
 
     \b
@@ -45,6 +48,7 @@ def command(model_path, motion_path, output, frames, fps, physics, camera_path, 
       mmdkit export Gene.pmx wavefile_v2.vmd -o dance.glb
       mmdkit export Gene.pmx wavefile_v2.vmd -o dance.bvh --joints humanoid --scale 0.08
       mmdkit export Gene.pmx wavefile_v2.vmd -o baked.vmd --reduce 0.001
+      mmdkit export Gene.pmx wavefile_v2.vmd -o baked.vmd --reduce 0.001 --reduce-physics 0.05
       mmdkit export Gene.pmx wavefile_v2.vmd -o data.npz --joints humanoid --fps 60
     """
     from mmdkit import Model, Motion, Pose
@@ -53,7 +57,11 @@ def command(model_path, motion_path, output, frames, fps, physics, camera_path, 
 
     # an unknown extension or an option the format does not take is refused before loading anything
     check_options(output, "-o", flag_prefix="--", camera=camera_path, joints=joints, scale=scale, vertices=vertices,
-                  reduce=reduce_tol)
+                  reduce=reduce_tol, reduce_physics=reduce_physics)
+    if reduce_physics is not None:  # a one-line OptionError naming --reduce-physics, before loading anything
+        from mmdkit.export.vmd import check_tolerance
+
+        reduce_physics = check_tolerance(reduce_tol, reduce_physics)[1]
     fps = check_fps(fps, "--fps")
     check_output(output, (model_path, motion_path, camera_path))
     with compile_note(quiet):
@@ -67,7 +75,8 @@ def command(model_path, motion_path, output, frames, fps, physics, camera_path, 
         frame_list = parse_frames(frames, last, default_step=MOTION_FPS / fps)
         with writing(output):
             info = export(model, motion, output, frames=frame_list, fps=fps, physics=physics, camera=camera,
-                          joints=joints, scale=scale, vertices=vertices, reduce=reduce_tol, warn=warn,
+                          joints=joints, scale=scale, vertices=vertices, reduce=reduce_tol,
+                          reduce_physics=reduce_physics, warn=warn,
                           progress=show_progress(quiet) and len(frame_list) > 200)
     if not quiet:
         extra = ", ".join(f"{k} {v}" for k, v in info.items() if k not in ("path", "format", "frames"))

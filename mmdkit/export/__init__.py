@@ -51,7 +51,8 @@ def check_options(path, option: str = "path", *, flag_prefix: str = "", **option
     if unknown:
         ext = os.path.splitext(os.fspath(path))[1]
         takes = ", ".join(writer.OPTIONS) or "none"
-        raise OptionError(flag_prefix + unknown[0], f"does not apply to {ext} output (it takes {takes})")
+        name = unknown[0].replace("_", "-") if flag_prefix else unknown[0]  # reduce_physics → --reduce-physics
+        raise OptionError(flag_prefix + name, f"does not apply to {ext} output (it takes {takes})")
     return writer
 
 
@@ -61,7 +62,7 @@ def export(model, motion, path, *, frames=None, fps: float = MOTION_FPS, physics
     and write ``path`` in the format its extension names. ``physics``: True/False or a world;
     ``camera``: a camera Motion (glTF); ``joints``: None/'all' or 'humanoid' (npz, bvh); ``scale``:
     units per MMD unit (default per format); other ``options`` go to the writer (npz: vertices;
-    vmd, gltf: reduce). Returns the writer's summary dict (path, frames, sizes)."""
+    vmd, gltf: reduce; vmd: reduce_physics). Returns the writer's summary dict (path, frames, sizes)."""
     writer = check_options(path, camera=camera, joints=joints, scale=scale, **options)
     check_not_input(path, model, motion, camera)
     kw = {k: v for k, v in dict(options, camera=camera, joints=joints, scale=scale).items() if k in writer.OPTIONS}

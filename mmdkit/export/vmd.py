@@ -11,7 +11,9 @@ that interpolation between the kept neighbours reproduces so closely that, re-po
 more than TOL units: each bone gets a share of TOL (``error_budget``: TOL / the most moving bones on
 a parent/append chain through it) and a dropped key may err by translation + angle × reach
 (``bone_reach``) up to that share, so the errors a bone inherits add up to at most TOL (to first
-order in the angle).
+order in the angle). ``reduce_physics`` TOL2 gives the bones physics drives and every bone below
+them (parent or append links) the bound TOL2 instead, the other bones keeping TOL
+(``error_budget``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from mmdkit.pose.rig import rig_for
 from mmdkit.formats.vmd import TRACK_NAME_SIZE
 from mmdkit.text import decode_field, encode_cp932, encode_field, strip_field
 
-OPTIONS = ("reduce",)
+OPTIONS = ("reduce", "reduce_physics")
 MAX_SPAN = 600
 """Longest gap (frames) between two kept keys when reducing (bounds the fitting time)."""
 STILL = (1e-5, 1e-6)
@@ -178,12 +180,8 @@ def bone_reach(model) -> np.ndarray:
     return np.maximum(path, 1.0)
 
 
-def error_budget(model, moving: np.ndarray, tol: float) -> np.ndarray:
-    """(B,) float64 units: each bone's share of tol — tol / the most moving bones on any chain of
-    drivers (parent or append parent) through it — so the errors a bone inherits from every bone
-    that moves it add up to at most tol (to first order)."""
-    drivers = _drivers(model)
-    order = _topological(drivers)
+def _chain_counts(drivers, order, moving: np.ndarray) -> np.ndarray:
+    """(B,) float64: the most ``moving`` bones on any chain of drivers through each bone."""
     above = np.zeros(len(drivers))
     below = np.zeros(len(drivers))
     for b in order:
@@ -191,7 +189,42 @@ def error_budget(model, moving: np.ndarray, tol: float) -> np.ndarray:
     for b in reversed(order):
         for a in drivers[b]:
             below[a] = max(below[a], below[b] + moving[b])
-    return tol / np.maximum(above + below, 1.0)
+    return np.maximum(above + below, 1.0)
+
+
+def physics_region(model, driven: np.ndarray) -> np.ndarray:
+    """(B,) bool: the bones ``driven`` by physics and every bone below one (its parent or append
+    parent in the region) — the bones ``reduce_physics`` bounds."""
+    drivers = _drivers(model)
+    region = np.asarray(driven, bool).copy()
+    for b in _topological(drivers):
+        region[b] |= any(region[a] for a in drivers[b])
+    return region
+
+
+def error_budget(model, moving: np.ndarray, tol: float, *, driven=None, physics_tol=None) -> np.ndarray:
+    """(B,) float64 units: each bone's share of tol — tol / the most moving bones on any chain of
+    drivers (parent or append parent) through it — so the errors a bone inherits from every bone
+    that moves it add up to at most tol (to first order).
+
+    With ``driven`` (B,) bool and ``physics_tol``: the bones of ``physics_region`` (R) are bounded
+    by physics_tol, the others (K, closed upwards) by tol. With n / n_K / n_R the most moving
+    bones / K bones / R bones on a chain through a bone: a K bone gets min(tol / n_K,
+    physics_tol / n), an R bone max(physics_tol / n, (physics_tol − tol) / n_R). A chain ending
+    at a K bone holds K bones only: ≤ tol. A chain ending at an R bone, k K bones then r R bones:
+    its K part sums to ≤ tol and to ≤ k·physics_tol/(k+r), so with either R share the sum is ≤
+    physics_tol. physics_tol == tol gives the plain split."""
+    drivers = _drivers(model)
+    order = _topological(drivers)
+    moving = np.asarray(moving, bool)
+    n = _chain_counts(drivers, order, moving)
+    if driven is None or physics_tol is None or physics_tol == tol or not np.any(driven):
+        return tol / n
+    region = physics_region(model, driven)
+    n_k = _chain_counts(drivers, order, moving & ~region)
+    n_r = _chain_counts(drivers, order, moving & region)
+    return np.where(region, np.maximum(physics_tol / n, (physics_tol - tol) / n_r),
+                    np.minimum(tol / n_k, physics_tol / n))
 
 
 def _morph_parts(rig, morph_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -237,10 +270,10 @@ def _bindable(model, bones: np.ndarray) -> np.ndarray:
     return ok
 
 
-def check(model, frames, *, reduce=None) -> None:
+def check(model, frames, *, reduce=None, reduce_physics=None) -> None:
     """OptionError for frames a VMD cannot key or a bad tolerance (before baking)."""
     _key_frames(frames)
-    _check_tolerance(reduce)
+    check_tolerance(reduce, reduce_physics)
 
 
 def _key_frames(frames) -> np.ndarray:
@@ -252,8 +285,17 @@ def _key_frames(frames) -> np.ndarray:
     return f.astype(np.int64)
 
 
-def _check_tolerance(reduce) -> float | None:
-    return None if reduce is None else check_number(reduce, "reduce", zero_ok=True)
+def check_tolerance(reduce, reduce_physics=None) -> tuple[float | None, float | None]:
+    """(TOL, TOL2): TOL2 defaults to TOL; OptionError naming the option for a value that is not a
+    finite number >= 0, or for reduce_physics without reduce."""
+    tol = None if reduce is None else check_number(reduce, "reduce", zero_ok=True)
+    if reduce_physics is None:
+        return tol, tol
+    tol2 = check_number(reduce_physics, "reduce_physics", zero_ok=True)
+    if tol is None:
+        raise OptionError("reduce_physics", "needs reduce (--reduce TOL), the tolerance of the bones physics does "
+                                            "not move")
+    return tol, tol2
 
 
 def _base_motion(model, motion, first_frame: int) -> dict:
@@ -275,9 +317,9 @@ def _base_motion(model, motion, first_frame: int) -> dict:
     return fields
 
 
-def baked_motion(baked, motion=None, *, reduce=None, warn=print) -> tuple[Motion, dict]:
+def baked_motion(baked, motion=None, *, reduce=None, reduce_physics=None, warn=print) -> tuple[Motion, dict]:
     """The baked VMD as a ``Motion`` (and counts: keys, full, bones keyed) — see module docstring."""
-    tol = _check_tolerance(reduce)
+    tol, tol2 = check_tolerance(reduce, reduce_physics)
     model = baked.model
     frames = _key_frames(baked.frames)
     if isinstance(motion, Pose):
@@ -295,7 +337,8 @@ def baked_motion(baked, motion=None, *, reduce=None, warn=print) -> tuple[Motion
     moving &= bindable
     keep = np.ones((F, B), bool)
     if tol is not None and F > 2:
-        reduce_keys(baked.frames, key_t, key_q, error_budget(model, moving, tol), bone_reach(model), MAX_SPAN, keep)
+        share = error_budget(model, moving, tol, driven=baked.bone_driven, physics_tol=tol2)
+        reduce_keys(baked.frames, key_t, key_q, share, bone_reach(model), MAX_SPAN, keep)
     keep &= moving[None]
     fi, bi = np.nonzero(keep.T)[1], np.nonzero(keep.T)[0]  # grouped by bone, frames ascending
     names = tuple(model.bone_name[b] for b in np.nonzero(moving)[0])
@@ -313,11 +356,11 @@ def baked_motion(baked, motion=None, *, reduce=None, warn=print) -> tuple[Motion
     return build_motion(fields), counts
 
 
-def write(baked, path, *, motion=None, warn=print, reduce=None) -> dict:
+def write(baked, path, *, motion=None, warn=print, reduce=None, reduce_physics=None) -> dict:
     """``baked`` → ``path`` (.vmd); returns a summary dict (keys written, one-per-bone-per-frame count)."""
     from mmdkit.formats.io import serialize
 
-    out, counts = baked_motion(baked, motion, reduce=reduce, warn=warn)
+    out, counts = baked_motion(baked, motion, reduce=reduce, reduce_physics=reduce_physics, warn=warn)
     data = serialize(out, ".vmd", str(path))
     with atomic_path(path, ".vmd.part") as tmp:
         with open(tmp, "wb") as f:
