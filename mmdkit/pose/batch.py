@@ -32,7 +32,7 @@ def pose_frames(frames, num_chunks, motion_keys, bone_in, ik_in, morph_in, coupl
     for c in prange(num_chunks):
         lo = (F * c) // num_chunks
         hi = (F * (c + 1)) // num_chunks
-        bone_state = new_bone_state(B)
+        bone_state = new_bone_state(B, ik_in[11])
         morph_state = (np.zeros(N), np.zeros(N), np.zeros(N), np.zeros(N))
         morph_weight = np.zeros(N, np.float32)
         morph_out = (morph_weight, np.zeros((0, 3), np.float32), np.zeros((0, 4), np.float32),

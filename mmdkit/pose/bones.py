@@ -39,7 +39,7 @@ def solve_bones(bones, bone_in, ik_in, ik_enabled, bone_state_inout):
     ``PoseState.bone_state`` — reads anim_t/anim_q, writes ik_q/append/local/world of ``bones``.
     """
     _, _, parent, position, flags, append_parent, append_ratio, fixed_axis, bone_ik = bone_in
-    anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q = bone_state_inout
+    anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q, _ = bone_state_inout
     for i in range(bones.shape[0]):
         put4(ik_q, bones[i], 0.0, 0.0, 0.0, 1.0)
     for i in range(bones.shape[0]):

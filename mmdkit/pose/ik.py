@@ -8,7 +8,10 @@ of every bone below the chain (appends included). What each step does and why: d
 Cost: a free link with the target below it and no later link below it (``Rig.ik_link_lazy``)
 turns only the target with it; the path is refreshed once per iteration instead of per link.
 The steps turn the links' local rotations; ik_q holds their pre-IK rotations meanwhile and gets
-the IK rotation (local ⊗ inverse(pre-IK)) once the solve ends.
+the IK rotation (local ⊗ inverse(pre-IK)) once the solve ends. While it iterates, the solver
+works on a flat copy of its path (``PoseState.ik_chain``: fewer array strides and spills than the
+(B, 3)/(B, 4) state arrays) with the target's position in registers, and the lazy free links
+take their own straight-line step (``_ccd_free``).
 """
 
 from __future__ import annotations
@@ -135,40 +138,92 @@ def _listed_before(j, l0, ik_link_bone):
     return False
 
 
-@njit(inline="always", **_NB)
-def _refresh(start, stop, bones, parent, position, local_t, local_q, world_p, world_q):
-    for jj in range(start, stop):
-        update_world(bones[jj], parent, position, local_t, local_q, world_p, world_q)
+# The chain scratch (``PoseState.ik_chain``): _ROW float64 per path row, the solver's path bones
+# mirrored while it runs (a flat contiguous array: no per-access stride and no 2-D index maths).
+_ROW = 24
+_WP, _WQ, _LQ, _OFF, _PP, _PQ = 0, 3, 7, 11, 16, 19  # world p, world q, local q, rest offset + local t,
+_OUTSIDE, _ROOT = -1, -2  # and for a parent outside the path its world p, q (ik_path_parent codes)
 
 
 @njit(inline="always", **_NB)
-def _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mode, ik_link_lower,
-               ik_link_upper, ik_link_cap, ik_link_lazy, local_q, world_p, world_q):
-    """One CCD step on link j. Returns 0 when the link stays put, 1 when it turned and the
-    target was turned with it (a lazy free link: the bones in between are left for the
-    iteration's refresh), 2 when it turned and the path below it needs a refresh."""
-    # Every array read up front, unconditionally (as fk.update_local: no reference counting).
-    j, target = np.uint64(j), np.uint64(target)  # unsigned indices: no negative-index wraparound
-    link = np.uint64(ik_link_bone[j])
-    mode = ik_link_mode[j]
-    lazy = ik_link_lazy[j]
-    p = parent[link]
-    s = np.uint64(p if p >= 0 else link)
-    px, py, pz, pw = world_q[s, 0], world_q[s, 1], world_q[s, 2], world_q[s, 3]
-    lx, ly, lz = world_p[link, 0], world_p[link, 1], world_p[link, 2]
-    ax, ay, az = lx - world_p[target, 0], ly - world_p[target, 1], lz - world_p[target, 2]  # target → link
-    rx, ry, rz, rw = local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3]
-    cos_cap, sin_half_cap, cos_half_cap = ik_link_cap[j, 0], ik_link_cap[j, 1], ik_link_cap[j, 2]
-    lo0, lo1, lo2 = ik_link_lower[j, 0], ik_link_lower[j, 1], ik_link_lower[j, 2]
-    up0, up1, up2 = ik_link_upper[j, 0], ik_link_upper[j, 1], ik_link_upper[j, 2]
-    bx, by, bz = lx - gx, ly - gy, lz - gz  # goal → link
-    cx, cy, cz = ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx  # world axis, target → goal
-    aa, bb = ax * ax + ay * ay + az * az, bx * bx + by * by + bz * bz
-    cc = cx * cx + cy * cy + cz * cz
+def _chain_refresh(start, stop, pp, chain):
+    """World p/q of chain rows start..stop-1 from their local rotation and offset and their parent's
+    world (an earlier row, or the row's copy of an outside parent), as fk.update_world computes it;
+    pp: the rows' ik_path_parent entries from the path start."""
+    for r in range(start, stop):
+        o = np.uint64(r * _ROW)
+        pr = pp[r]
+        src = np.uint64(pr * _ROW if pr >= 0 else r * _ROW + _PP - _WP)
+        px, py, pz, pw = chain[src + _WQ], chain[src + _WQ + 1], chain[src + _WQ + 2], chain[src + _WQ + 3]
+        ox, oy, oz = chain[src], chain[src + 1], chain[src + 2]
+        vx, vy, vz = chain[o + _OFF], chain[o + _OFF + 1], chain[o + _OFF + 2]
+        lx, ly, lz, lw = chain[o + _LQ], chain[o + _LQ + 1], chain[o + _LQ + 2], chain[o + _LQ + 3]
+        if pr != _ROOT:
+            t = qrot_scalar(px, py, pz, pw, vx, vy, vz)
+            vx, vy, vz = ox + t[0], oy + t[1], oz + t[2]
+            lx, ly, lz, lw = qmul_scalar(px, py, pz, pw, lx, ly, lz, lw)
+        chain[o + _WP], chain[o + _WP + 1], chain[o + _WP + 2] = vx, vy, vz
+        chain[o + _WQ], chain[o + _WQ + 1], chain[o + _WQ + 2], chain[o + _WQ + 3] = lx, ly, lz, lw
+
+
+@njit(inline="always", **_NB)
+def _axes(gx, gy, gz, lx, ly, lz, tx, ty, tz):
+    """target → link a, goal → link b, the world axis c = a × b (target → goal) and the squared
+    lengths aa, bb, cc (scalars)."""
+    ax, ay, az = lx - tx, ly - ty, lz - tz
+    bx, by, bz = lx - gx, ly - gy, lz - gz
+    cx, cy, cz = ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx
+    return (ax, ay, az, bx, by, bz, cx, cy, cz, ax * ax + ay * ay + az * az, bx * bx + by * by + bz * bz,
+            cx * cx + cy * cy + cz * cz)
+
+
+@njit(inline="always", **_NB)
+def _half_angle(aa, bb, ab, cc, vv, cos_cap, sin_half_cap, cos_half_cap):
+    """angle = min(acos(t·g), cap) as its half-angle sine sh and cosine ch, and the scale k that
+    makes the axis v (|v|² = vv) the turn's vector part: uncapped, the unit quaternion turning t
+    onto g is (t × g, 1 + t·g) normalised; here in a, b's lengths (m = |a||b|). Returns
+    (capped, sh, ch, k)."""
+    m = math.sqrt(aa * bb)
+    if ab < cos_cap * m:  # capped: the cap's cosine, sine and cosine of its half (Rig.ik_link_cap)
+        return True, sin_half_cap, cos_half_cap, sin_half_cap / math.sqrt(vv)
+    n = 1.0 / math.sqrt(2.0 * m * (m + ab))
+    return False, math.sqrt(cc) * n, (m + ab) * n, math.sqrt(cc / vv) * n
+
+
+@njit(inline="always", **_NB)
+def _ccd_free(gx, gy, gz, px, py, pz, pw, lx, ly, lz, tx, ty, tz, rx, ry, rz, rw, cos_cap, sin_half_cap, cos_half_cap):
+    """One CCD step on a free link with the target below it and no later link below it (lazy),
+    on scalars: the goal g, the parent's world rotation p (the identity for a root), the link's
+    world position l and local rotation r, the target's world position t, the step cap's cosine
+    and half-angle sine/cosine. The target turns about the link by the same world rotation (the
+    bones in between wait for the iteration's refresh). Returns (turned 0 or 1, the link's new
+    local rotation (4), the target's new world position (3))."""
+    ax, ay, az, bx, by, bz, cx, cy, cz, aa, bb, cc = _axes(gx, gy, gz, lx, ly, lz, tx, ty, tz)
     if cc <= _TINY_AXIS * (aa * bb):  # |t × g|² of the unit directions below _TINY_AXIS
-        return 0
-    if p < 0:
-        px, py, pz, pw = 0.0, 0.0, 0.0, 1.0
+        return 0, rx, ry, rz, rw, tx, ty, tz
+    vx, vy, vz = qrot_scalar(-px, -py, -pz, pw, cx, cy, cz)  # world axis → parent frame
+    vv = vx * vx + vy * vy + vz * vz  # made unit by k (a keyed |q| may be off 1: not |c|)
+    capped, sh, ch, k = _half_angle(aa, bb, ax * bx + ay * by + az * bz, cc, vv, cos_cap, sin_half_cap, cos_half_cap)
+    r = qmul_scalar(vx * k, vy * k, vz * k, ch, rx, ry, rz, rw)  # the turn onto the link's local rotation
+    if capped:  # the target turns with the link; uncapped, onto the goal's line
+        w = sh / math.sqrt(cc)
+        t = qrot_scalar(cx * w, cy * w, cz * w, ch, ax, ay, az)
+    else:
+        w = math.sqrt(aa / bb)
+        t = bx * w, by * w, bz * w
+    return 1, r[0], r[1], r[2], r[3], lx - t[0], ly - t[1], lz - t[2]
+
+
+@njit(inline="always", **_NB)
+def _ccd_step(use_axis, mode, gx, gy, gz, px, py, pz, pw, lx, ly, lz, tx, ty, tz, rx, ry, rz, rw, cos_cap,
+              sin_half_cap, cos_half_cap, lo0, lo1, lo2, up0, up1, up2):
+    """One CCD step on any other link (limited, a hinge, or free but not lazy), on scalars as
+    ``_ccd_free`` takes them plus the Euler limits. Returns (turned, the link's new local
+    rotation (4)): turned 0 when the link stays put, 2 when it turned and the path below it
+    needs a refresh."""
+    ax, ay, az, bx, by, bz, cx, cy, cz, aa, bb, cc = _axes(gx, gy, gz, lx, ly, lz, tx, ty, tz)
+    if cc <= _TINY_AXIS * (aa * bb):
+        return 0, rx, ry, rz, rw
     if use_axis and _AXIS_X <= mode <= _AXIS_Z:
         # hinge: the link's one axis, pointing the way the world axis turns (parent frame)
         a = mode - _AXIS_X
@@ -177,59 +232,40 @@ def _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mo
         vx, vy, vz = (sign if a == 0 else 0.0), (sign if a == 1 else 0.0), (sign if a == 2 else 0.0)
         vv = 1.0
     else:
-        vx, vy, vz = qrot_scalar(-px, -py, -pz, pw, cx, cy, cz)  # world axis → parent frame
-        vv = vx * vx + vy * vy + vz * vz  # made unit below (a keyed |q| may be off 1: not |c|)
-    # angle = min(acos(t·g), cap) as its half-angle sine sh and cosine ch: uncapped, the unit
-    # quaternion turning t onto g is (t × g, 1 + t·g) normalised; here in a, b's lengths (m = |a||b|)
-    ab = ax * bx + ay * by + az * bz
-    m = math.sqrt(aa * bb)
-    capped = ab < cos_cap * m  # the cap's cosine, sine and cosine of its half (Rig.ik_link_cap)
-    if capped:
-        sh, ch = sin_half_cap, cos_half_cap
-        k = sh / math.sqrt(vv)
-    else:
-        n = 1.0 / math.sqrt(2.0 * m * (m + ab))
-        sh, ch = math.sqrt(cc) * n, (m + ab) * n
-        k = math.sqrt(cc / vv) * n
-    vx, vy, vz = vx * k, vy * k, vz * k  # the turn (vx, vy, vz, ch) in the parent frame
-    r = qmul_scalar(vx, vy, vz, ch, rx, ry, rz, rw)  # the turn onto the link's local rotation
+        vx, vy, vz = qrot_scalar(-px, -py, -pz, pw, cx, cy, cz)
+        vv = vx * vx + vy * vy + vz * vz
+    _, _, ch, k = _half_angle(aa, bb, ax * bx + ay * by + az * bz, cc, vv, cos_cap, sin_half_cap, cos_half_cap)
+    r = qmul_scalar(vx * k, vy * k, vz * k, ch, rx, ry, rz, rw)
     if mode != _FREE:  # limits apply to the whole local rotation: the turn ⊗ IK so far ⊗ pre-IK
         if _AXIS_X <= mode <= _AXIS_Z:
             e = _hinge_limited(mode - _AXIS_X, r[0], r[1], r[2], r[3], lo0, lo1, lo2, up0, up1, up2, use_axis)
         else:
             e = _euler_limited(r[0], r[1], r[2], r[3], lo0, lo1, lo2, up0, up1, up2, use_axis)
         if e[0] == rx and e[1] == ry and e[2] == rz and e[3] == rw:
-            return 0  # converged to the last bit: the state is exactly as before
+            return 0, rx, ry, rz, rw  # converged to the last bit: the state is exactly as before
         r = e
-    put4(local_q, link, r[0], r[1], r[2], r[3])
-    if mode != _FREE or lazy == 0:
-        return 2
-    # the target turns about the link by the same world rotation: uncapped, onto the goal's line
-    if capped:
-        w = sh / math.sqrt(cc)
-        t = qrot_scalar(cx * w, cy * w, cz * w, ch, ax, ay, az)
-    else:
-        w = math.sqrt(aa / bb)
-        t = bx * w, by * w, bz * w
-    put3(world_p, target, lx - t[0], ly - t[1], lz - t[2])
-    return 1
+    return 2, r[0], r[1], r[2], r[3]
 
 
 @njit(**_NB)
 def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
     """CCD for solver k, pulling its target to bone ik_bone. Scalars only (no row views, no
-    allocation): this runs for every solver of every frame.
+    allocation): this runs for every solver of every frame. The path bones are mirrored into the
+    chain scratch while the solver iterates and written back at the end.
 
     bone_in: ``Rig.bone_in``; ik_in: ``Rig.ik_in`` (IK_FIELDS order); bone_state_inout:
-    ``PoseState.bone_state`` — writes ik_q/local_q of the links, then local and world of every
-    bone below the chain (appends included: a bone appended from a link sees its IK turn)."""
+    ``PoseState.bone_state`` — writes ik_q/local_q of the links, world of the path, then local and
+    world of every bone below the chain (appends included: a bone appended from a link sees its
+    IK turn), and the chain scratch."""
     _, _, parent, position, flags, append_parent, append_ratio, fixed_axis, _ = bone_in
     (ik_target, ik_loop, ik_limit, ik_link_start, ik_link_bone, ik_link_mode, ik_link_lower, ik_link_upper,
-     ik_link_cap, ik_link_path, ik_link_lazy, ik_path_start, ik_path_bone, ik_after_start, ik_after_bone) = ik_in
-    anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q = bone_state_inout
-    target = ik_target[k]
+     ik_link_cap, ik_link_path, ik_link_lazy, ik_path_start, ik_path_bone, ik_after_start, ik_after_bone,
+     ik_path_parent, ik_target_row) = ik_in
+    anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q, chain = bone_state_inout
     l0, l1 = ik_link_start[k], ik_link_start[k + 1]
     p0, p1 = ik_path_start[k], ik_path_start[k + 1]
+    n = p1 - p0
+    pp = ik_path_parent[p0:p1]
     gx, gy, gz = world_p[ik_bone, 0], world_p[ik_bone, 1], world_p[ik_bone, 2]
     # start from the pose without IK on this chain (another solver may have turned a link); the
     # steps turn local_q, and ik_q holds the pre-IK rotation until the end of the solve
@@ -243,34 +279,81 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
     for j in range(l0, l1):  # a second pass: a bone listed twice must read the identity above
         link = ik_link_bone[j]
         put4(ik_q, link, local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3])
-    _refresh(p0, p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
+    for r in range(n):  # the path into the chain: local rotation, rest offset + local t, outside parent
+        b = ik_path_bone[p0 + r]
+        o = r * _ROW
+        q = parent[b]
+        s = q if q >= 0 else b
+        rx, ry, rz = position[s, 0], position[s, 1], position[s, 2]
+        if q < 0:
+            rx, ry, rz = 0.0, 0.0, 0.0
+        chain[o + _LQ], chain[o + _LQ + 1], chain[o + _LQ + 2], chain[o + _LQ + 3] = (
+            local_q[b, 0], local_q[b, 1], local_q[b, 2], local_q[b, 3])
+        chain[o + _OFF] = position[b, 0] - rx + local_t[b, 0]
+        chain[o + _OFF + 1] = position[b, 1] - ry + local_t[b, 1]
+        chain[o + _OFF + 2] = position[b, 2] - rz + local_t[b, 2]
+        chain[o + _PP], chain[o + _PP + 1], chain[o + _PP + 2] = world_p[s, 0], world_p[s, 1], world_p[s, 2]
+        chain[o + _PQ], chain[o + _PQ + 1], chain[o + _PQ + 2], chain[o + _PQ + 3] = (
+            world_q[s, 0], world_q[s, 1], world_q[s, 2], world_q[s, 3])
+    _chain_refresh(0, n, pp, chain)
+    tr = (ik_target_row[k] - p0) * _ROW  # the target's row; its position also lives in tx, ty, tz
+    tx, ty, tz = chain[tr], chain[tr + 1], chain[tr + 2]
     loops = ik_loop[k]
     it = 0
     while it < loops:
-        d2 = (world_p[target, 0] - gx) ** 2 + (world_p[target, 1] - gy) ** 2 + (world_p[target, 2] - gz) ** 2
+        d2 = (tx - gx) ** 2 + (ty - gy) ** 2 + (tz - gz) ** 2
         if d2 < _REACHED:
             break
         use_axis = it < loops // 2
         moved = False
-        stale = p1  # path rows from here on wait for the refresh at the iteration's end
+        stale = n  # rows from here on wait for the refresh at the iteration's end
         for j in range(l0, l1):
-            if ik_link_mode[j] == _FIXED:
+            mode = ik_link_mode[j]
+            if mode == _FIXED:
                 continue
-            turned = _step_link(j, use_axis, gx, gy, gz, target, parent, ik_link_bone, ik_link_mode, ik_link_lower,
-                                ik_link_upper, ik_link_cap, ik_link_lazy, local_q, world_p, world_q)
+            row = ik_link_path[j] - p0
+            o = row * _ROW
+            pr = pp[row]
+            src = pr * _ROW + _WQ if pr >= 0 else o + _PQ
+            px, py, pz, pw = chain[src], chain[src + 1], chain[src + 2], chain[src + 3]
+            if pr == _ROOT:
+                px, py, pz, pw = 0.0, 0.0, 0.0, 1.0
+            lx, ly, lz = chain[o], chain[o + 1], chain[o + 2]
+            rx, ry, rz, rw = chain[o + _LQ], chain[o + _LQ + 1], chain[o + _LQ + 2], chain[o + _LQ + 3]
+            c0, c1, c2 = ik_link_cap[j, 0], ik_link_cap[j, 1], ik_link_cap[j, 2]
+            if mode == _FREE and ik_link_lazy[j] != 0:
+                st = _ccd_free(gx, gy, gz, px, py, pz, pw, lx, ly, lz, tx, ty, tz, rx, ry, rz, rw, c0, c1, c2)
+            else:
+                e = _ccd_step(use_axis, mode, gx, gy, gz, px, py, pz, pw, lx, ly, lz, tx, ty, tz, rx, ry, rz, rw, c0,
+                              c1, c2, ik_link_lower[j, 0], ik_link_lower[j, 1], ik_link_lower[j, 2],
+                              ik_link_upper[j, 0], ik_link_upper[j, 1], ik_link_upper[j, 2])
+                st = e[0], e[1], e[2], e[3], e[4], tx, ty, tz
+            turned = st[0]
+            if turned != 0:
+                moved = True
+                chain[o + _LQ], chain[o + _LQ + 1], chain[o + _LQ + 2], chain[o + _LQ + 3] = st[1], st[2], st[3], st[4]
             if turned == 1:
-                stale = min(stale, ik_link_path[j])
+                tx, ty, tz = st[5], st[6], st[7]
+                chain[tr], chain[tr + 1], chain[tr + 2] = tx, ty, tz
+                stale = min(stale, row)
             elif turned == 2:
-                _refresh(ik_link_path[j], p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
-                if ik_link_path[j] <= stale:
-                    stale = p1
-            moved = moved or turned != 0
-        _refresh(stale, p1, ik_path_bone, parent, position, local_t, local_q, world_p, world_q)
+                _chain_refresh(row, n, pp, chain)
+                tx, ty, tz = chain[tr], chain[tr + 1], chain[tr + 2]
+                if row <= stale:
+                    stale = n
+        _chain_refresh(stale, n, pp, chain)
+        tx, ty, tz = chain[tr], chain[tr + 1], chain[tr + 2]
         it += 1
         if not moved:  # no link turned: every later iteration of this half computes the same
             if it > loops // 2:
                 break
             it = loops // 2  # the second half (hinges on a free axis, limits clamp) may still turn
+    for r in range(n):  # the chain back: local rotations and world transforms of the path
+        b = ik_path_bone[p0 + r]
+        o = r * _ROW
+        put4(local_q, b, chain[o + _LQ], chain[o + _LQ + 1], chain[o + _LQ + 2], chain[o + _LQ + 3])
+        put3(world_p, b, chain[o + _WP], chain[o + _WP + 1], chain[o + _WP + 2])
+        put4(world_q, b, chain[o + _WQ], chain[o + _WQ + 1], chain[o + _WQ + 2], chain[o + _WQ + 3])
     for j in range(l0, l1):  # IK rotation = local ⊗ inverse(pre-IK); the identity where nothing turned
         link = ik_link_bone[j]
         if _listed_before(j, l0, ik_link_bone):

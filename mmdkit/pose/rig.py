@@ -99,7 +99,7 @@ def _flatten_groups(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 IK_FIELDS = ("ik_target", "ik_loop", "ik_limit", "ik_link_start", "ik_link_bone", "ik_link_mode",
              "ik_link_lower", "ik_link_upper", "ik_link_cap", "ik_link_path", "ik_link_lazy", "ik_path_start",
-             "ik_path_bone", "ik_after_start", "ik_after_bone")
+             "ik_path_bone", "ik_after_start", "ik_after_bone", "ik_path_parent", "ik_target_row")
 """The IK section of a Rig in the order of ``Rig.ik_in`` (unpacked by ``bones.solve_bones``)."""
 
 MORPH_FIELDS = ("morph_is_leaf", "morph_group_start", "morph_group_target", "morph_group_weight",
@@ -149,6 +149,8 @@ class Rig:
     ik_path_bone: np.ndarray  # (P,) int32
     ik_after_start: np.ndarray  # (K+1,) int32: descendants of the top link (eval order)
     ik_after_bone: np.ndarray  # (Q,) int32
+    ik_path_parent: np.ndarray  # (P,) int32 row of the bone's parent in its solver's path, -1 outside it, -2 root
+    ik_target_row: np.ndarray  # (K,) int32 index into ik_path_bone of the solver's target
     # --- morphs: the order of MORPH_FIELDS --------------------------------------------------
     morph_is_leaf: np.ndarray  # (N,) bool: not a group/flip
     morph_group_start: np.ndarray  # (N+1,) int32 CSR of group/flip morphs expanded to leaves
@@ -255,6 +257,14 @@ def _ik_tables(model, parent: np.ndarray, order: np.ndarray) -> dict:
             cap = float(model.ik_limit_angle[k]) * (j - model.ik_link_start[k] + 1)  # unit × (index + 1)
             capped = cap < math.pi
             link_cap[j] = (math.cos(cap) if capped else -2.0, math.sin(0.5 * cap), math.cos(0.5 * cap))
+    path_parent = np.zeros(len(pb), np.int32)
+    target_row = np.zeros(K, np.int32)
+    for k in range(K):
+        row = path_rows[k]
+        for i, b in enumerate(row):
+            p = int(parent[b])
+            path_parent[ps[k] + i] = row.index(p) if p in row else (-1 if p >= 0 else -2)
+        target_row[k] = ps[k] + row.index(int(model.ik_target[k]))
     return dict(
         ik_target=np.asarray(model.ik_target, np.int32),
         # a corrupt count must not hang posing: at most IK_MAX_LOOPS (babylon-mmd caps at 256 too)
@@ -264,7 +274,8 @@ def _ik_tables(model, parent: np.ndarray, order: np.ndarray) -> dict:
         ik_link_bone=np.asarray(model.ik_link_bone, np.int32), ik_link_mode=mode,
         ik_link_lower=lower, ik_link_upper=upper, ik_link_cap=link_cap, ik_link_path=link_path,
         ik_link_lazy=link_lazy,
-        ik_path_start=ps, ik_path_bone=pb, ik_after_start=as_, ik_after_bone=ab)
+        ik_path_start=ps, ik_path_bone=pb, ik_after_start=as_, ik_after_bone=ab, ik_path_parent=path_parent,
+        ik_target_row=target_row)
 
 
 def _ancestors(parent: np.ndarray, b: int) -> set[int]:

@@ -17,10 +17,12 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def new_bone_state(B):
-    """The 9 float64 bone arrays of ``PoseState.bone_state`` for B bones — (B,3) translations /
-    positions, zero, and (B,4) rotations, identity — in the order anim_t, anim_q, ik_q, append_t,
-    append_q, local_t, local_q, world_p, world_q. Used by PoseState and by each batch chunk."""
+def new_bone_state(B, ik_path_start):
+    """The arrays of ``PoseState.bone_state`` for B bones: 9 float64 bone arrays ((B,3)
+    translations / positions, zero, and (B,4) rotations, identity) in the order anim_t, anim_q,
+    ik_q, append_t, append_q, local_t, local_q, world_p, world_q, then the IK chain scratch
+    (24 × the longest IK path,) float64 (``ik.solve_ik``; ik_path_start: ``Rig.ik_path_start``).
+    Used by PoseState and by each batch chunk."""
     anim_t = np.zeros((B, 3))
     anim_q = np.zeros((B, 4))
     ik_q = np.zeros((B, 4))
@@ -36,7 +38,10 @@ def new_bone_state(B):
         app_q[b, 3] = 1.0
         local_q[b, 3] = 1.0
         world_q[b, 3] = 1.0
-    return anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q
+    longest = 0
+    for k in range(ik_path_start.shape[0] - 1):
+        longest = max(longest, ik_path_start[k + 1] - ik_path_start[k])
+    return anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q, np.zeros(24 * longest)
 
 
 @dataclass(eq=False)
@@ -48,6 +53,7 @@ class PoseState:
     bone_ik_q (B,4) float64: rotation IK added; bone_append_t (B,3), bone_append_q (B,4): 付与
     bone_local_t (B,3), bone_local_q (B,4) float64: final local transform
     bone_world_p (B,3), bone_world_q (B,4) float64: model space
+    ik_chain (24 P,) float64: scratch of the IK solver (P: the longest IK path; ``ik.solve_ik``)
     bone_world (B,4,4) float32 model space; bone_skin (B,4,4) float32 = world @ translate(-rest)
     ik_enabled (K,) uint8: solver on this frame (property keys, then ``ik_disabled``)
     morph_raw_weight (N,) float64 sampled; morph_effective_weight (N,) float64 after groups;
@@ -72,6 +78,7 @@ class PoseState:
     bone_local_q: np.ndarray
     bone_world_p: np.ndarray
     bone_world_q: np.ndarray
+    ik_chain: np.ndarray
     bone_world: np.ndarray
     bone_skin: np.ndarray
     ik_enabled: np.ndarray
@@ -100,7 +107,7 @@ class PoseState:
         """Group the arrays into the tuples the kernels take (built once: no per-frame tuples)."""
         self.bone_state = (self.bone_anim_t, self.bone_anim_q, self.bone_ik_q, self.bone_append_t,
                            self.bone_append_q, self.bone_local_t, self.bone_local_q, self.bone_world_p,
-                           self.bone_world_q)
+                           self.bone_world_q, self.ik_chain)
         self.morph_state = (self.morph_raw_weight, self.morph_effective_weight, self.morph_vertex_prev,
                             self.morph_uv_prev)
         self.morph_out = (self.morph_weight, self.vertex_offset, self.uv_offset, self.additional_uv_offset,
@@ -113,7 +120,7 @@ class PoseState:
         """A state at rest for ``rig`` (see the class docstring for the shapes)."""
         B, K, N = len(rig.bone_parent), len(rig.ik_target), len(rig.morph_kind)
         V, A, Mn = rig.num_vertices, rig.num_additional_uv, len(rig.material_base)
-        return cls(*new_bone_state(B), bone_world=np.zeros((B, 4, 4), np.float32),
+        return cls(*new_bone_state(B, rig.ik_path_start), bone_world=np.zeros((B, 4, 4), np.float32),
                    bone_skin=np.zeros((B, 4, 4), np.float32), ik_enabled=np.ones(K, np.uint8),
                    morph_raw_weight=np.zeros(N), morph_effective_weight=np.zeros(N),
                    morph_vertex_prev=np.zeros(N), morph_uv_prev=np.zeros(N),
