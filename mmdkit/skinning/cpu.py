@@ -16,7 +16,8 @@ import numpy as np
 from mmdkit.errors import BuildError
 from mmdkit.model.deform import effective_weights, used_slots
 from mmdkit.model.model import DEFORM_BDEF2, DEFORM_BDEF4, DEFORM_QDEF, DEFORM_SDEF
-from mmdkit.skinning.kernels import GROUPS, PAD, SCRATCH, skin_groups_parallel, skin_groups_serial
+from mmdkit.skinning.kernels import GROUPS, skin_groups_parallel, skin_groups_serial
+from mmdkit.skinning.scratch import PAD, SCRATCH
 
 __all__ = ["CpuSkinner", "prepare_normals"]
 
@@ -110,8 +111,8 @@ def _runs(run_bone, group_start):
     """Runs of permuted rows sharing their group and bone slots, cut to at most SCRATCH rows.
 
     run_bone (V, 4) int64 the bone slots that key a run, in permuted order; group_start (11,) uint64.
-    Out: (R, 7) uint64 rows (first row, end row, first row + row count rounded up to 8, bone slots
-    0-3) and (11,) uint64 first run of each group + R."""
+    Out: (R, 8) uint64 rows (first row, end row, first row + row count rounded up to 8, bone slots
+    0-3, a column left for ``_store_blocks``) and (11,) uint64 first run of each group + R."""
     V = len(run_bone)
     cut = np.zeros(V, bool)
     cut[:1] = True
@@ -123,12 +124,35 @@ def _runs(run_bone, group_start):
     piece = np.arange(pieces.sum()) - np.repeat(np.cumsum(pieces) - pieces, pieces)  # index inside its run
     lo = np.repeat(first, pieces) + SCRATCH * piece
     hi = np.minimum(lo + SCRATCH, np.repeat(first + count, pieces))
-    run = np.empty((len(lo), 7), np.uint64)
+    run = np.zeros((len(lo), 8), np.uint64)
     run[:, 0] = lo
     run[:, 1] = hi
     run[:, 2] = lo + (hi - lo + 7) // 8 * 8
-    run[:, 3:] = run_bone[lo] if len(lo) else np.zeros((0, 4), np.int64)
+    run[:, 3:7] = run_bone[lo] if len(lo) else np.zeros((0, 4), np.int64)
     return run, np.searchsorted(lo, group_start.astype(np.int64)).astype(np.uint64)
+
+
+def _store_blocks(order, run):
+    """Each run's rows reordered so that blocks of 4 consecutive output rows come first (the scatter
+    writes such a block with three 16-byte stores), the rest after; file order otherwise.
+
+    order (V,) uint32 permuted row → original row, ascending inside a run; run (R, 8) uint64 from
+    ``_runs``. Out: the new order, and run with column 7 = the end of the run's 4-blocks."""
+    V = len(order)
+    if V == 0:
+        return order, run
+    row_run = np.repeat(np.arange(len(run)), (run[:, 1] - run[:, 0]).astype(np.int64))
+    o = order.astype(np.int64)
+    new_segment = np.ones(V, bool)
+    new_segment[1:] = (o[1:] != o[:-1] + 1) | (row_run[1:] != row_run[:-1])
+    first = np.nonzero(new_segment)[0]
+    length = np.diff(np.append(first, V))
+    seg = np.cumsum(new_segment) - 1
+    single = np.arange(V) - first[seg] >= length[seg] // 4 * 4  # not in one of its segment's 4-blocks
+    new = np.lexsort((np.arange(V), single, row_run))
+    run = run.copy()
+    run[:, 7] = run[:, 0] + np.bincount(row_run, ~single, len(run)).astype(np.uint64)
+    return order[new], run
 
 
 def _chunks(group_run, run):
@@ -238,12 +262,13 @@ class CpuSkinner:
         self.num_qdef = int((deform == DEFORM_QDEF).sum())
         bone, w = _bone_sets(deform, self.vertex_bone, self.vertex_weight)
         order, start = _group_order(deform, bone, morphable)
+        key = bone[order]
+        key[deform[order] == DEFORM_SDEF, 2] = 0  # slot 2 of SDEF is the vertex's table row
+        run, self.group_run = _runs(key, start)
+        order, self.run = _store_blocks(order, run)
         self.vertex_index = _padded(order)
         self.group_start = start
         self.vertex_bind = _padded(np.concatenate([self.bind_position, self.bind_normal], 1)[order].T)
-        key = bone[order]
-        key[deform[order] == DEFORM_SDEF, 2] = 0  # slot 2 of SDEF is the vertex's table row
-        self.run, self.group_run = _runs(key, start)
         rows = [order[start[2 * t]:start[2 * t + 2]] for t in range(len(GROUPS))]
         self.bdef2_weight = _padded(w[rows[1], 1])
         self.bdef4_weight = _padded(w[rows[2]].T)

@@ -2,14 +2,14 @@
 
 In: skinning matrices ``bone_skin`` (B, 4, 4) float32 and the run-ordered tables that
 ``cpu.CpuSkinner`` builds once: vertices grouped by deform type, inside a group by bone slots, cut
-into runs of at most ``SCRATCH`` rows that share all their bones. Out: posed positions and unit
-normals written at the vertices' original rows.
+into runs of at most ``scratch.SCRATCH`` rows that share all their bones. Out: posed positions and
+unit normals written at the vertices' original rows.
 
-BDEF1/2/4 run kernels read a run's matrices once (broadcast constants), then compute the run's
-positions and normals in straight-line, branch-free loops over the structure-of-arrays bind data
-(LLVM vectorises them 8 wide with AVX2/FMA) into a stack scratch buffer, and scatter that to the
-output rows in a second short loop; SDEF the same with the run's two bone quaternions. QDEF vertices
-go one by one.
+BDEF1/2/4 and SDEF run kernels read a run's matrices (SDEF: bone quaternions) once, as broadcast
+constants, then compute the run's positions and normals in straight-line, branch-free loops over the
+structure-of-arrays bind data (LLVM vectorises them 8 wide with AVX2/FMA) into a stack scratch
+buffer, which a second short loop scatters to the output rows (``scratch``). QDEF vertices go one
+by one.
 """
 
 from __future__ import annotations
@@ -17,14 +17,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, prange, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit, prange
 
 from mmdkit.mathutil import qfrom_matrix3_scalar, qrot_scalar
+from mmdkit.skinning.scratch import NX, NY, NZ, OX, OY, OZ, PX, PY, PZ, gather_offsets, scatter, scratch, zero_offsets
 
-__all__ = ["GROUPS", "SCRATCH", "PAD", "skin_runs", "skin_groups_serial", "skin_groups_parallel"]
+__all__ = ["GROUPS", "skin_runs", "skin_groups_serial", "skin_groups_parallel"]
 
 #: LLVM fast-math flags of the kernels: reassociation, fused multiply-add, approximate reciprocal and
 #: functions; not nnan/ninf, so NaN/inf inputs still propagate as in IEEE arithmetic
@@ -33,53 +31,6 @@ FAST = {"contract", "arcp", "afn", "reassoc", "nsz"}
 #: the PMX deform types; vertex group g holds type GROUPS[g // 2], without (g even) or with (g odd)
 #: vertex-morph offsets, so vertices no vertex morph moves never read the offsets
 GROUPS = ("bdef1", "bdef2", "bdef4", "sdef", "qdef")
-
-#: most rows in one run (the stack scratch holds one run; a multiple of the 8-wide vector)
-SCRATCH = 256
-#: zero rows after the per-row tables: a run's vector loop runs to its row count rounded up to 8
-PAD = 8
-#: the scratch's rows (SCRATCH floats used of each; rows 1,056 bytes apart, not a multiple of 4 KiB,
-#: so no false store-to-load aliasing): posed position x, y, z; posed normal x, y, z; morph offset
-#: x, y, z (zero in groups without offsets)
-_ROW = SCRATCH + 8
-_PX, _PY, _PZ, _NX, _NY, _NZ, _OX, _OY, _OZ = (row * _ROW for row in range(9))
-
-
-@intrinsic
-def _scratch(typingctx):
-    """Pointer to 9 × _ROW float32 in the calling function's stack frame (32-byte aligned,
-    uninitialised; allocated once per call, in the entry block, so a loop does not grow the stack).
-    A raw pointer, not an array: the kernels compile without numba's reference counting
-    (``_nrt=False``), which would otherwise incref/decref every array handed to a helper with a
-    loop, once per run."""
-    def codegen(context, builder, signature, args):
-        with builder.goto_entry_block():
-            slot = builder.alloca(ir.ArrayType(ir.FloatType(), 9 * _ROW))
-            slot.align = 32
-        return builder.bitcast(slot, ir.PointerType(ir.FloatType()))
-    return types.CPointer(types.float32)(), codegen
-
-
-@intrinsic
-def _put_row(typingctx, out, i, s, k):
-    """out[i] = (s[_PX + k], s[_PY + k], s[_PZ + k]) for out (n, 3) float32 C-contiguous and s the
-    scratch pointer (offset by _NX for normals): (x, y) as one 8-byte store, z as one 4-byte store."""
-    def codegen(context, builder, signature, args):
-        out_t, i_t, _, k_t = signature.args
-        row = context.make_array(out_t)(context, builder, args[0])
-        index = [context.cast(builder, args[1], i_t, types.intp), context.get_constant(types.intp, 0)]
-        dst = cgutils.get_item_pointer(context, builder, out_t, row, index)
-        k = context.cast(builder, args[3], k_t, types.intp)
-        x, y, z = (builder.load(builder.gep(args[2], [builder.add(k, context.get_constant(types.intp, r))]), align=4)
-                   for r in (_PX, _PY, _PZ))
-        pair = ir.VectorType(ir.FloatType(), 2)
-        xy = builder.insert_element(builder.insert_element(ir.Constant(pair, ir.Undefined), x, ir.IntType(32)(0)),
-                                    y, ir.IntType(32)(1))
-        builder.store(xy, builder.bitcast(dst, ir.PointerType(pair)), align=4)
-        builder.store(z, builder.gep(dst, [ir.IntType(64)(2)]), align=4)
-        return context.get_dummy_value()
-    return types.void(out, i, s, k), codegen
-
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
 def _unit(nx, ny, nz):
@@ -102,66 +53,34 @@ def _sin_half_pi(x):
             np.float32(-1.0 / 39916800.0) + x2 * np.float32(1.0 / 6227020800.0)))))))
 
 
-@njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def _zero_offsets(s):
-    """Scratch rows _OX.. ← 0: the morph offsets of a group without them (once per kernel call)."""
-    for k in range(3 * _ROW):
-        s[_OX + k] = np.float32(0.0)
-
-
-@njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def _gather_offsets(s, lo, end, vertex_index, vertex_offset):
-    """Scratch rows _OX.. ← the morph offsets of permuted rows [lo, end) (from their original rows),
-    so the transform loops add them unbranched."""
-    for k in range(np.int64(end - lo)):
-        v = lo + np.uint64(k)
-        i = vertex_index[v]
-        s[_OX + k] = vertex_offset[i, 0]; s[_OY + k] = vertex_offset[i, 1]; s[_OZ + k] = vertex_offset[i, 2]
-
-
-@njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def _scatter(s, lo, hi, vertex_index, want_normal, vertex_position_out, vertex_normal_out):
-    """Output rows of permuted rows [lo, hi) ← the scratch's posed positions (and normals)."""
-    if want_normal:
-        for k in range(np.int64(hi - lo)):
-            v = lo + np.uint64(k)
-            i = vertex_index[v]
-            _put_row(vertex_position_out, i, s, k)
-            _put_row(vertex_normal_out, i, s, _NX + k)
-    else:
-        for k in range(np.int64(hi - lo)):
-            v = lo + np.uint64(k)
-            _put_row(vertex_position_out, vertex_index[v], s, k)
-
-
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST, _nrt=False)
 def _bdef1(r0, r1, M, run, vertex_index, vertex_bind, vertex_offset, has_offset, want_normal,
            vertex_position_out, vertex_normal_out):
     """Runs [r0, r1), BDEF1: one matrix per run."""
-    s = _scratch()
+    s = scratch()
     if not has_offset:
-        _zero_offsets(s)
+        zero_offsets(s)
     for r in range(r0, r1):
         lo = run[r, 0]; hi = run[r, 1]; end = run[r, 2]; b = run[r, 3]
         m00 = M[b, 0, 0]; m01 = M[b, 0, 1]; m02 = M[b, 0, 2]; m03 = M[b, 0, 3]
         m10 = M[b, 1, 0]; m11 = M[b, 1, 1]; m12 = M[b, 1, 2]; m13 = M[b, 1, 3]
         m20 = M[b, 2, 0]; m21 = M[b, 2, 1]; m22 = M[b, 2, 2]; m23 = M[b, 2, 3]
         if has_offset:
-            _gather_offsets(s, lo, end, vertex_index, vertex_offset)
+            gather_offsets(s, lo, end, vertex_index, vertex_offset)
         for k in range(np.int64(end - lo)):
             v = lo + np.uint64(k)
-            px = vertex_bind[0, v] + s[_OX + k]; py = vertex_bind[1, v] + s[_OY + k]
-            pz = vertex_bind[2, v] + s[_OZ + k]
-            s[_PX + k] = m00 * px + m01 * py + m02 * pz + m03
-            s[_PY + k] = m10 * px + m11 * py + m12 * pz + m13
-            s[_PZ + k] = m20 * px + m21 * py + m22 * pz + m23
+            px = vertex_bind[0, v] + s[OX + k]; py = vertex_bind[1, v] + s[OY + k]
+            pz = vertex_bind[2, v] + s[OZ + k]
+            s[PX + k] = m00 * px + m01 * py + m02 * pz + m03
+            s[PY + k] = m10 * px + m11 * py + m12 * pz + m13
+            s[PZ + k] = m20 * px + m21 * py + m22 * pz + m23
         if want_normal:
             for k in range(np.int64(end - lo)):
                 v = lo + np.uint64(k)
                 nx = vertex_bind[3, v]; ny = vertex_bind[4, v]; nz = vertex_bind[5, v]
-                s[_NX + k], s[_NY + k], s[_NZ + k] = _unit(
+                s[NX + k], s[NY + k], s[NZ + k] = _unit(
                     m00 * nx + m01 * ny + m02 * nz, m10 * nx + m11 * ny + m12 * nz, m20 * nx + m21 * ny + m22 * nz)
-        _scatter(s, lo, hi, vertex_index, want_normal, vertex_position_out, vertex_normal_out)
+        scatter(s, lo, hi, run[r, 7], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST, _nrt=False)
@@ -169,9 +88,9 @@ def _bdef2(r0, r1, g0, M, run, bdef2_weight, vertex_index, vertex_bind, vertex_o
            vertex_position_out, vertex_normal_out):
     """Runs [r0, r1), BDEF2: M0 p + w1 (D p) with D = M1 − M0 made once per run; g0 = the type's
     first permuted row (bdef2_weight is indexed from it)."""
-    s = _scratch()
+    s = scratch()
     if not has_offset:
-        _zero_offsets(s)
+        zero_offsets(s)
     for r in range(r0, r1):
         lo = run[r, 0]; hi = run[r, 1]; end = run[r, 2]; b0 = run[r, 3]; b1 = run[r, 4]
         m00 = M[b0, 0, 0]; m01 = M[b0, 0, 1]; m02 = M[b0, 0, 2]; m03 = M[b0, 0, 3]
@@ -181,25 +100,25 @@ def _bdef2(r0, r1, g0, M, run, bdef2_weight, vertex_index, vertex_bind, vertex_o
         d10 = M[b1, 1, 0] - m10; d11 = M[b1, 1, 1] - m11; d12 = M[b1, 1, 2] - m12; d13 = M[b1, 1, 3] - m13
         d20 = M[b1, 2, 0] - m20; d21 = M[b1, 2, 1] - m21; d22 = M[b1, 2, 2] - m22; d23 = M[b1, 2, 3] - m23
         if has_offset:
-            _gather_offsets(s, lo, end, vertex_index, vertex_offset)
+            gather_offsets(s, lo, end, vertex_index, vertex_offset)
         for k in range(np.int64(end - lo)):
             v = lo + np.uint64(k)
-            px = vertex_bind[0, v] + s[_OX + k]; py = vertex_bind[1, v] + s[_OY + k]
-            pz = vertex_bind[2, v] + s[_OZ + k]
+            px = vertex_bind[0, v] + s[OX + k]; py = vertex_bind[1, v] + s[OY + k]
+            pz = vertex_bind[2, v] + s[OZ + k]
             w = bdef2_weight[v - g0]
-            s[_PX + k] = m00 * px + m01 * py + m02 * pz + m03 + w * (d00 * px + d01 * py + d02 * pz + d03)
-            s[_PY + k] = m10 * px + m11 * py + m12 * pz + m13 + w * (d10 * px + d11 * py + d12 * pz + d13)
-            s[_PZ + k] = m20 * px + m21 * py + m22 * pz + m23 + w * (d20 * px + d21 * py + d22 * pz + d23)
+            s[PX + k] = m00 * px + m01 * py + m02 * pz + m03 + w * (d00 * px + d01 * py + d02 * pz + d03)
+            s[PY + k] = m10 * px + m11 * py + m12 * pz + m13 + w * (d10 * px + d11 * py + d12 * pz + d13)
+            s[PZ + k] = m20 * px + m21 * py + m22 * pz + m23 + w * (d20 * px + d21 * py + d22 * pz + d23)
         if want_normal:
             for k in range(np.int64(end - lo)):
                 v = lo + np.uint64(k)
                 nx = vertex_bind[3, v]; ny = vertex_bind[4, v]; nz = vertex_bind[5, v]
                 w = bdef2_weight[v - g0]
-                s[_NX + k], s[_NY + k], s[_NZ + k] = _unit(
+                s[NX + k], s[NY + k], s[NZ + k] = _unit(
                     m00 * nx + m01 * ny + m02 * nz + w * (d00 * nx + d01 * ny + d02 * nz),
                     m10 * nx + m11 * ny + m12 * nz + w * (d10 * nx + d11 * ny + d12 * nz),
                     m20 * nx + m21 * ny + m22 * nz + w * (d20 * nx + d21 * ny + d22 * nz))
-        _scatter(s, lo, hi, vertex_index, want_normal, vertex_position_out, vertex_normal_out)
+        scatter(s, lo, hi, run[r, 7], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
@@ -224,28 +143,28 @@ def _bdef4(r0, r1, g0, M, run, bdef4_weight, vertex_index, vertex_bind, vertex_o
            vertex_position_out, vertex_normal_out):
     """Runs [r0, r1), BDEF4: the four matrices of the run blended per vertex with its weights as
     stored (bdef4_weight (4, n4 + PAD), indexed from g0; unused slots weigh 0), then one transform."""
-    s = _scratch()
+    s = scratch()
     if not has_offset:
-        _zero_offsets(s)
+        zero_offsets(s)
     W = bdef4_weight
     for r in range(r0, r1):
         lo = run[r, 0]; hi = run[r, 1]; end = run[r, 2]
         b0 = run[r, 3]; b1 = run[r, 4]; b2 = run[r, 5]; b3 = run[r, 6]
         if has_offset:
-            _gather_offsets(s, lo, end, vertex_index, vertex_offset)
+            gather_offsets(s, lo, end, vertex_index, vertex_offset)
         if want_normal:  # one loop per case: a branch inside would be if-converted to masked moves
             for k in range(np.int64(end - lo)):
                 v = lo + np.uint64(k)
                 j = v - g0
                 a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23 = _blend4(
                     M, b0, b1, b2, b3, W[0, j], W[1, j], W[2, j], W[3, j])
-                px = vertex_bind[0, v] + s[_OX + k]; py = vertex_bind[1, v] + s[_OY + k]
-                pz = vertex_bind[2, v] + s[_OZ + k]
-                s[_PX + k] = a00 * px + a01 * py + a02 * pz + a03
-                s[_PY + k] = a10 * px + a11 * py + a12 * pz + a13
-                s[_PZ + k] = a20 * px + a21 * py + a22 * pz + a23
+                px = vertex_bind[0, v] + s[OX + k]; py = vertex_bind[1, v] + s[OY + k]
+                pz = vertex_bind[2, v] + s[OZ + k]
+                s[PX + k] = a00 * px + a01 * py + a02 * pz + a03
+                s[PY + k] = a10 * px + a11 * py + a12 * pz + a13
+                s[PZ + k] = a20 * px + a21 * py + a22 * pz + a23
                 nx = vertex_bind[3, v]; ny = vertex_bind[4, v]; nz = vertex_bind[5, v]
-                s[_NX + k], s[_NY + k], s[_NZ + k] = _unit(
+                s[NX + k], s[NY + k], s[NZ + k] = _unit(
                     a00 * nx + a01 * ny + a02 * nz, a10 * nx + a11 * ny + a12 * nz, a20 * nx + a21 * ny + a22 * nz)
         else:
             for k in range(np.int64(end - lo)):
@@ -253,12 +172,12 @@ def _bdef4(r0, r1, g0, M, run, bdef4_weight, vertex_index, vertex_bind, vertex_o
                 j = v - g0
                 a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23 = _blend4(
                     M, b0, b1, b2, b3, W[0, j], W[1, j], W[2, j], W[3, j])
-                px = vertex_bind[0, v] + s[_OX + k]; py = vertex_bind[1, v] + s[_OY + k]
-                pz = vertex_bind[2, v] + s[_OZ + k]
-                s[_PX + k] = a00 * px + a01 * py + a02 * pz + a03
-                s[_PY + k] = a10 * px + a11 * py + a12 * pz + a13
-                s[_PZ + k] = a20 * px + a21 * py + a22 * pz + a23
-        _scatter(s, lo, hi, vertex_index, want_normal, vertex_position_out, vertex_normal_out)
+                px = vertex_bind[0, v] + s[OX + k]; py = vertex_bind[1, v] + s[OY + k]
+                pz = vertex_bind[2, v] + s[OZ + k]
+                s[PX + k] = a00 * px + a01 * py + a02 * pz + a03
+                s[PY + k] = a10 * px + a11 * py + a12 * pz + a13
+                s[PZ + k] = a20 * px + a21 * py + a22 * pz + a23
+        scatter(s, lo, hi, run[r, 7], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
@@ -288,9 +207,9 @@ def _sdef(r0, r1, g0, M, run, sdef_table, vertex_index, vertex_bind, vertex_offs
     w0 (M0 CR0) + w1 (M1 CR1). The bone quaternions, their angle and the rows of M0, M1 are made once
     per run (one bone pair); per vertex, sdef_table (10, ns + PAD) float32 rows w0, C, CR0, CR1
     (indexed from g0). The normal is the unit bind normal turned by the unit quaternion."""
-    s = _scratch()
+    s = scratch()
     if not has_offset:
-        _zero_offsets(s)
+        zero_offsets(s)
     for r in range(r0, r1):
         lo = run[r, 0]; hi = run[r, 1]; end = run[r, 2]; b0 = run[r, 3]; b1 = run[r, 4]
         x0, y0, z0, q0 = qfrom_matrix3_scalar(M[b0, 0, 0], M[b0, 0, 1], M[b0, 0, 2], M[b0, 1, 0], M[b0, 1, 1],
@@ -306,23 +225,23 @@ def _sdef(r0, r1, g0, M, run, sdef_table, vertex_index, vertex_bind, vertex_offs
         th = np.float32(math.acos(min(d, 1.0)))
         inv_sn = np.float32(0.0) if near else np.float32(1.0 / math.sin(th))
         if has_offset:
-            _gather_offsets(s, lo, end, vertex_index, vertex_offset)
+            gather_offsets(s, lo, end, vertex_index, vertex_offset)
         for k in range(np.int64(end - lo)):
             v = lo + np.uint64(k)
             j = v - g0
             w0 = sdef_table[0, j]
             w1 = np.float32(1.0) - w0
             qx, qy, qz, qw = _slerp32(w0, w1, x0, y0, z0, q0, x1, y1, z1, q1, sgn, th, inv_sn, near)
-            rx, ry, rz = _qrot32(qx, qy, qz, qw, vertex_bind[0, v] + s[_OX + k] - sdef_table[1, j],
-                                 vertex_bind[1, v] + s[_OY + k] - sdef_table[2, j],
-                                 vertex_bind[2, v] + s[_OZ + k] - sdef_table[3, j])
+            rx, ry, rz = _qrot32(qx, qy, qz, qw, vertex_bind[0, v] + s[OX + k] - sdef_table[1, j],
+                                 vertex_bind[1, v] + s[OY + k] - sdef_table[2, j],
+                                 vertex_bind[2, v] + s[OZ + k] - sdef_table[3, j])
             ax = sdef_table[4, j]; ay = sdef_table[5, j]; az = sdef_table[6, j]
             bx = sdef_table[7, j]; by = sdef_table[8, j]; bz = sdef_table[9, j]
-            s[_PX + k] = rx + (w0 * (M[b0, 0, 0] * ax + M[b0, 0, 1] * ay + M[b0, 0, 2] * az + M[b0, 0, 3])
+            s[PX + k] = rx + (w0 * (M[b0, 0, 0] * ax + M[b0, 0, 1] * ay + M[b0, 0, 2] * az + M[b0, 0, 3])
                                + w1 * (M[b1, 0, 0] * bx + M[b1, 0, 1] * by + M[b1, 0, 2] * bz + M[b1, 0, 3]))
-            s[_PY + k] = ry + (w0 * (M[b0, 1, 0] * ax + M[b0, 1, 1] * ay + M[b0, 1, 2] * az + M[b0, 1, 3])
+            s[PY + k] = ry + (w0 * (M[b0, 1, 0] * ax + M[b0, 1, 1] * ay + M[b0, 1, 2] * az + M[b0, 1, 3])
                                + w1 * (M[b1, 1, 0] * bx + M[b1, 1, 1] * by + M[b1, 1, 2] * bz + M[b1, 1, 3]))
-            s[_PZ + k] = rz + (w0 * (M[b0, 2, 0] * ax + M[b0, 2, 1] * ay + M[b0, 2, 2] * az + M[b0, 2, 3])
+            s[PZ + k] = rz + (w0 * (M[b0, 2, 0] * ax + M[b0, 2, 1] * ay + M[b0, 2, 2] * az + M[b0, 2, 3])
                                + w1 * (M[b1, 2, 0] * bx + M[b1, 2, 1] * by + M[b1, 2, 2] * bz + M[b1, 2, 3]))
         if want_normal:
             for k in range(np.int64(end - lo)):
@@ -330,9 +249,9 @@ def _sdef(r0, r1, g0, M, run, sdef_table, vertex_index, vertex_bind, vertex_offs
                 w0 = sdef_table[0, v - g0]
                 qx, qy, qz, qw = _slerp32(w0, np.float32(1.0) - w0, x0, y0, z0, q0, x1, y1, z1, q1, sgn, th, inv_sn,
                                           near)
-                s[_NX + k], s[_NY + k], s[_NZ + k] = _qrot32(qx, qy, qz, qw, vertex_bind[3, v], vertex_bind[4, v],
+                s[NX + k], s[NY + k], s[NZ + k] = _qrot32(qx, qy, qz, qw, vertex_bind[3, v], vertex_bind[4, v],
                                                              vertex_bind[5, v])
-        _scatter(s, lo, hi, vertex_index, want_normal, vertex_position_out, vertex_normal_out)
+        scatter(s, lo, hi, run[r, 7], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST, _nrt=False)
@@ -401,8 +320,9 @@ def skin_runs(group, r0, r1, bone_skin, group_start, run, vertex_index, vertex_b
     """Skin runs [r0, r1) of vertex group ``group`` (type ``GROUPS[group // 2]``, morphed when odd).
 
     Model inputs (``CpuSkinner``'s tables): bone_skin (B, 4, 4) float32; group_start (11,) uint64 first
-    permuted row of each group + V; run (R, 7) uint64 (first row, end row, end row of the 8-wide
-    loop, bone slots 0-3); vertex_index (V + PAD,) uint32 original row of each permuted row;
+    permuted row of each group + V; run (R, 8) uint64 (first row, end row, end row of the 8-wide
+    loop, bone slots 0-3, end of its rows in fours of consecutive output rows);
+    vertex_index (V + PAD,) uint32 original row of each permuted row;
     vertex_bind (6, V + PAD) float32 bind position and unit normal (x, y, z rows), model space;
     weights as applied, per type in permuted order from the type's first row: bdef2_weight
     (n2 + PAD,) w1, bdef4_weight (4, n4 + PAD), sdef_table (10, ns + PAD) rows w0, C, CR0, CR1,

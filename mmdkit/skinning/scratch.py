@@ -1,0 +1,140 @@
+"""The CPU skinning kernels' stack scratch and row stores (numba intrinsics, LLVM IR).
+
+A kernel computes one run of vertices (≤ SCRATCH rows) at a time into a float32 scratch buffer on
+its own stack frame, in structure-of-arrays rows (posed positions, posed normals, morph offsets), then
+``scatter`` writes the rows to the (V, 3) float32 outputs at the vertices' original rows: a block of
+four consecutive output rows with three 16-byte stores, any other row with an 8-byte and a 4-byte
+store. Nothing here allocates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+__all__ = ["SCRATCH", "PAD", "PX", "PY", "PZ", "NX", "NY", "NZ", "OX", "OY", "OZ", "scratch", "zero_offsets",
+           "gather_offsets", "scatter"]
+
+#: most rows in one run (the stack scratch holds one run; a multiple of the 8-wide vector)
+SCRATCH = 256
+#: zero rows after the per-row tables: a run's vector loop runs to its row count rounded up to 8
+PAD = 8
+#: the scratch's rows (SCRATCH floats used of each; rows 1,056 bytes apart, not a multiple of 4 KiB,
+#: so no false store-to-load aliasing): posed position x, y, z; posed normal x, y, z; morph offset
+#: x, y, z (zero in groups without offsets)
+ROW = SCRATCH + 8
+PX, PY, PZ, NX, NY, NZ, OX, OY, OZ = (row * ROW for row in range(9))
+
+
+@intrinsic
+def scratch(typingctx):
+    """Pointer to 9 × ROW float32 in the calling function's stack frame (32-byte aligned,
+    uninitialised; allocated once per call, in the entry block, so a loop does not grow the stack).
+    A raw pointer, not an array: the kernels compile without numba's reference counting
+    (``_nrt=False``), which would otherwise incref/decref every array handed to a helper with a
+    loop, once per run."""
+    def codegen(context, builder, signature, args):
+        with builder.goto_entry_block():
+            slot = builder.alloca(ir.ArrayType(ir.FloatType(), 9 * ROW))
+            slot.align = 32
+        return builder.bitcast(slot, ir.PointerType(ir.FloatType()))
+    return types.CPointer(types.float32)(), codegen
+
+
+def _row_pointer(context, builder, out_t, out, i_t, i):
+    """LLVM float* to out[i, 0] of a (n, 3) float32 C-contiguous array."""
+    rows = context.make_array(out_t)(context, builder, out)
+    index = [context.cast(builder, i, i_t, types.intp), context.get_constant(types.intp, 0)]
+    return cgutils.get_item_pointer(context, builder, out_t, rows, index)
+
+
+def _load_xyz(context, builder, s, k_t, k, lanes):
+    """Scratch x, y, z at k, k + ROW, k + 2 ROW as three <lanes x float> (lanes 1: scalars)."""
+    k = context.cast(builder, k, k_t, types.intp)
+    out = []
+    for r in (PX, PY, PZ):
+        p = builder.gep(s, [builder.add(k, context.get_constant(types.intp, r))])
+        if lanes > 1:
+            p = builder.bitcast(p, ir.PointerType(ir.VectorType(ir.FloatType(), lanes)))
+        out.append(builder.load(p, align=4))
+    return out
+
+
+def _mask(lanes):
+    """A shufflevector mask: <n x i32> constant of the lane numbers."""
+    lanes = list(lanes)
+    return ir.Constant(ir.VectorType(ir.IntType(32), len(lanes)), lanes)
+
+
+def _store(builder, value, dst, offset):
+    """Store a float vector at float* dst + offset, unaligned."""
+    p = builder.gep(dst, [ir.IntType(64)(offset)])
+    builder.store(value, builder.bitcast(p, ir.PointerType(value.type)), align=4)
+
+
+@intrinsic
+def _put_row(typingctx, out, i, s, k):
+    """out[i] = (s[PX + k], s[PY + k], s[PZ + k]) for out (n, 3) float32 C-contiguous and s the
+    scratch pointer (k offset by NX for normals): (x, y) as one 8-byte store, z as one 4-byte store."""
+    def codegen(context, builder, signature, args):
+        dst = _row_pointer(context, builder, signature.args[0], args[0], signature.args[1], args[1])
+        x, y, z = _load_xyz(context, builder, args[2], signature.args[3], args[3], 1)
+        pair = ir.VectorType(ir.FloatType(), 2)
+        xy = builder.insert_element(builder.insert_element(ir.Constant(pair, ir.Undefined), x, ir.IntType(32)(0)),
+                                    y, ir.IntType(32)(1))
+        _store(builder, xy, dst, 0)
+        builder.store(z, builder.gep(dst, [ir.IntType(64)(2)]), align=4)
+        return context.get_dummy_value()
+    return types.void(out, i, s, k), codegen
+
+
+@intrinsic
+def _put_rows4(typingctx, out, i, s, k):
+    """out[i .. i + 3] ← scratch rows k .. k + 3 (as ``_put_row``): three 16-byte stores."""
+    def codegen(context, builder, signature, args):
+        dst = _row_pointer(context, builder, signature.args[0], args[0], signature.args[1], args[1])
+        x, y, z = _load_xyz(context, builder, args[2], signature.args[3], args[3], 4)
+        xy = builder.shuffle_vector(x, y, _mask(range(8)))
+        zz = builder.shuffle_vector(z, z, _mask(j % 4 for j in range(8)))
+        # (x0 y0 z0 x1), (y1 z1 x2 y2), (z2 x3 y3 z3)
+        for offset, lanes in ((0, (0, 4, 8, 1)), (4, (5, 9, 2, 6)), (8, (10, 3, 7, 11))):
+            _store(builder, builder.shuffle_vector(xy, zz, _mask(lanes)), dst, offset)
+        return context.get_dummy_value()
+    return types.void(out, i, s, k), codegen
+
+
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def zero_offsets(s):
+    """Scratch rows OX.. ← 0: the morph offsets of a group without them (once per kernel call)."""
+    for k in range(3 * ROW):
+        s[OX + k] = np.float32(0.0)
+
+
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def gather_offsets(s, lo, end, vertex_index, vertex_offset):
+    """Scratch rows OX.. ← the morph offsets of permuted rows [lo, end) (from their original rows),
+    so the transform loops add them unbranched."""
+    for k in range(np.int64(end - lo)):
+        v = lo + np.uint64(k)
+        i = vertex_index[v]
+        s[OX + k] = vertex_offset[i, 0]; s[OY + k] = vertex_offset[i, 1]; s[OZ + k] = vertex_offset[i, 2]
+
+
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def scatter(s, lo, hi, quad_end, vertex_index, want_normal, vertex_position_out, vertex_normal_out):
+    """Output rows of permuted rows [lo, hi) ← the scratch's posed positions (and normals). Rows
+    [lo, quad_end) come in fours of consecutive output rows (as the tables are built), written with
+    16-byte stores; the rest one by one."""
+    for k in range(0, np.int64(quad_end - lo), 4):
+        i = vertex_index[lo + np.uint64(k)]
+        _put_rows4(vertex_position_out, i, s, k)
+        if want_normal:
+            _put_rows4(vertex_normal_out, i, s, NX + k)
+    for k in range(np.int64(quad_end - lo), np.int64(hi - lo)):
+        i = vertex_index[lo + np.uint64(k)]
+        _put_row(vertex_position_out, i, s, k)
+        if want_normal:
+            _put_row(vertex_normal_out, i, s, NX + k)
