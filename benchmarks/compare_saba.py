@@ -116,8 +116,9 @@ def measure(saba: str, names, rounds: int, frames: int, core: int | None, folder
     return runs
 
 
-def table(runs: dict, rounds: int, frames: int) -> str:
-    """The Markdown table: one row per pair and stage, medians over rounds."""
+def table(runs: dict, rounds: int, frames: int, stat: str = "median") -> str:
+    """The Markdown table: one row per pair and stage, the median (or the minimum) over rounds."""
+    pick = statistics.median if stat == "median" else min
     lines = ["| pair (vertices, bones) | stage | saba ms | mmdkit ms | mmdkit/saba |", "|---|---|---:|---:|---:|"]
     for n, rr in runs.items():
         model, motion, physics = PAIRS[n]
@@ -125,8 +126,8 @@ def table(runs: dict, rounds: int, frames: int) -> str:
         for label, (s_names, m_names) in STAGE_ROWS.items():
             if label == "physics" and not physics:
                 continue
-            s = statistics.median(stage_ms(x, s_names) for x in rr["saba"])
-            m = statistics.median(stage_ms(x, m_names) for x in rr["mmdkit"])
+            s = pick([stage_ms(x, s_names) for x in rr["saba"]])
+            m = pick([stage_ms(x, m_names) for x in rr["mmdkit"]])
             head = ""
             if first:
                 x = rr["mmdkit"][0]
@@ -139,7 +140,7 @@ def table(runs: dict, rounds: int, frames: int) -> str:
             lines.append(f"| {head} | {label} | {s:.3f} | {m:.3f} | {ratio} |")
     loads = [v for rr in runs.values() for v in rr["load"]]
     lines.append("")
-    lines.append(f"{rounds} rounds × {frames} frames, one core each, median of per-run medians; "
+    lines.append(f"{rounds} rounds × {frames} frames, one core each, {stat} of per-run medians; "
                  f"1-minute load average during the runs {min(loads):.1f}–{max(loads):.1f}.")
     return "\n".join(lines)
 
@@ -152,13 +153,21 @@ def main():
     ap.add_argument("--core", type=int, default=1, help="CPU to pin both engines to (-1: no pinning)")
     ap.add_argument("--pairs", nargs="+", default=list(PAIRS), choices=list(PAIRS))
     ap.add_argument("--json", help="also write every run's JSON here")
+    ap.add_argument("--stat", choices=("median", "min"), default="median",
+                    help="over rounds: the median, or the fastest round (a host whose speed drifts between runs)")
+    ap.add_argument("--from-json", help="print the table of runs saved with --json instead of measuring")
     a = ap.parse_args()
+    if a.from_json:
+        runs = json.loads(Path(a.from_json).read_text())
+        rounds = len(next(iter(runs.values()))["saba"])
+        print(table(runs, rounds, a.frames, a.stat))
+        return
     saba = find_saba(a.saba)
     with tempfile.TemporaryDirectory(prefix="mmdkit-compare-") as d:
         runs = measure(saba, a.pairs, a.rounds, a.frames, None if a.core < 0 else a.core, Path(d))
     if a.json:
         Path(a.json).write_text(json.dumps(runs, indent=1))
-    print(table(runs, a.rounds, a.frames))
+    print(table(runs, a.rounds, a.frames, a.stat))
 
 
 if __name__ == "__main__":
