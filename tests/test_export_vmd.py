@@ -134,10 +134,8 @@ def test_reduce_physics_bounds_each_region(gene, tmp_path, tol, tol2):
         assert info["bone_keys"] > plain["bone_keys"]
 
 
-def test_error_budget_splits_along_chains():
-    """A chain of 3 moving bones gets TOL/3 each; a bone appended to the chain's middle counts
-    the chain above it; a still bone takes no share; reach runs through append children."""
-    from mmdkit.export.vmd import bone_reach, error_budget
+def _five_bones():
+    """a → b → c by parent links, d appended from b (ratio 0.5), e below d."""
     from mmdkit.model.builder import ModelBuilder
 
     mb = ModelBuilder()
@@ -146,7 +144,15 @@ def test_error_budget_splits_along_chains():
     mb.add_bone("c", (0, 3, 0), parent=1)
     mb.add_bone("d", (5, 0, 0), append_parent=1, append_ratio=0.5)
     mb.add_bone("e", (5, 4, 0), parent=3)
-    model = mb.build()
+    return mb.build()
+
+
+def test_error_budget_splits_along_chains():
+    """A chain of 3 moving bones gets TOL/3 each; a bone appended to the chain's middle counts
+    the chain above it; a still bone takes no share; reach runs through append children."""
+    from mmdkit.export.vmd import bone_reach, error_budget
+
+    model = _five_bones()
     moving = np.array([True, True, True, True, False])
     share = error_budget(model, moving, 0.06)
     np.testing.assert_allclose(share, [0.02, 0.02, 0.02, 0.02, 0.02])
@@ -159,15 +165,8 @@ def test_error_budget_physics_region():
     (TOL2), a keeps TOL; a chain a→b→c sums to TOL + (TOL2 − TOL) = TOL2; TOL2 == TOL is the
     plain split; a tighter TOL2 caps a too (its error reaches the region)."""
     from mmdkit.export.vmd import error_budget, physics_region
-    from mmdkit.model.builder import ModelBuilder
 
-    mb = ModelBuilder()
-    mb.add_bone("a", (0, 0, 0))
-    mb.add_bone("b", (0, 1, 0), parent=0)
-    mb.add_bone("c", (0, 3, 0), parent=1)
-    mb.add_bone("d", (5, 0, 0), append_parent=1, append_ratio=0.5)
-    mb.add_bone("e", (5, 4, 0), parent=3)
-    model = mb.build()
+    model = _five_bones()
     moving = np.array([True, True, True, True, False])
     driven = np.array([False, True, False, False, False])
     np.testing.assert_array_equal(physics_region(model, driven), [False, True, True, True, True])
