@@ -251,3 +251,24 @@ def test_command_start_up_runs_no_full_collection(assets, tmp_path):
     line = next(ln for ln in r.stderr.splitlines() if ln.startswith("full collections"))
     full, frozen = int(line.split()[2]), int(line.split()[4])
     assert full == 0 and frozen > 50_000, line
+
+
+def test_numba_commands_import_numba_without_the_scipy_blas_probe():
+    """A fresh process: the probe finds no BLAS (so numba's import did not pull in scipy.linalg),
+    and scipy.linalg, where installed, still imports afterwards."""
+    import subprocess
+    import sys
+
+    code = ("import sys, importlib.util\n"
+            "from mmdkit.cli import import_numba_without_blas_probe as f\n"
+            "f()\n"
+            "import numba.np.arraymath as am\n"
+            "print(am._HAVE_BLAS, 'scipy.linalg' in sys.modules, 'numba' in sys.modules)\n"
+            "if importlib.util.find_spec('scipy') is not None:\n"
+            "    import scipy.linalg\n"
+            "    print(float(scipy.linalg.norm([3.0, 4.0])))\n"
+            "else:\n"
+            "    print(5.0)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False", "True", "5.0"]

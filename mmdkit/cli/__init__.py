@@ -26,6 +26,9 @@ from mmdkit.errors import MmdkitError, OptionError
 #: interpreter's last full collection would walk it once more for nothing (~0.1 s).
 GC_THRESHOLD = 200_000
 
+#: subcommands that run numba kernels (``main`` imports numba for them without its BLAS probe)
+NUMBA_COMMANDS = frozenset({"pose", "bench", "render", "export", "batch"})
+
 # name -> (module, one-line help shown by `mmdkit --help`)
 SUBCOMMANDS = {
     "info": ("mmdkit.cli.info", "Summarise a model or motion file: PMX/PMD/VMD/VPD, glTF/GLB, FBX/.x/COLLADA/BVH… (counts, names, warnings)."),
@@ -108,6 +111,20 @@ def _one_line(e: BaseException, argv) -> str:
     return " ".join(text.split("\n"))
 
 
+def import_numba_without_blas_probe() -> None:
+    """Import numba's array maths with its BLAS probe answered 'none'. At import it probes for a
+    BLAS by importing ``scipy.linalg`` where SciPy is installed: ~0.35 s of every command that
+    runs a kernel. mmdkit's kernels call no BLAS routine (numba then lowers ``np.dot`` itself);
+    ``scipy.linalg`` is blocked only during this import and imports normally afterwards."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    sys.modules["scipy.linalg"] = None  # the probe's import fails at once: no BLAS
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        del sys.modules["scipy.linalg"]
+
+
 def main(argv=None):
     """Console entry point: runs the group; the one place errors become messages and exit codes.
 
@@ -118,6 +135,8 @@ def main(argv=None):
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
     gc_threshold = gc.get_threshold()
     gc.set_threshold(max(GC_THRESHOLD, gc_threshold[0]), *gc_threshold[1:])
+    if NUMBA_COMMANDS.intersection(sys.argv[1:] if argv is None else argv):
+        import_numba_without_blas_probe()
     try:
         code = cli.main(args=argv, prog_name="mmdkit", standalone_mode=False)
     except _Terminated as e:
