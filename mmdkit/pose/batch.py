@@ -15,9 +15,11 @@ from numba import njit, prange
 from mmdkit.animation.binding import bind_motion
 from mmdkit.animation.motion import Pose
 from mmdkit.animation.vpd import motion_from_pose
-from mmdkit.pose.rig import rig_for
+from mmdkit.pose.rig import IK_FIELDS, rig_for
 from mmdkit.pose.stages import BONES_AFTER_PHYSICS, SAMPLE, motion_in, run_stages
 from mmdkit.pose.state import new_bone_state
+
+_PATH_START = IK_FIELDS.index("ik_path_start")
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -32,7 +34,7 @@ def pose_frames(frames, num_chunks, motion_keys, bone_in, ik_in, morph_in, coupl
     for c in prange(num_chunks):
         lo = (F * c) // num_chunks
         hi = (F * (c + 1)) // num_chunks
-        bone_state = new_bone_state(B, ik_in[11])
+        bone_state = new_bone_state(B, ik_in[_PATH_START])
         morph_state = (np.zeros(N), np.zeros(N), np.zeros(N), np.zeros(N))
         morph_weight = np.zeros(N, np.float32)
         morph_out = (morph_weight, np.zeros((0, 3), np.float32), np.zeros((0, 4), np.float32),

@@ -140,7 +140,7 @@ def _listed_before(j, l0, ik_link_bone):
 
 # The chain scratch (``PoseState.ik_chain``): _ROW float64 per path row, the solver's path bones
 # mirrored while it runs (a flat contiguous array: no per-access stride and no 2-D index maths).
-_ROW = 24
+IK_CHAIN_ROW = _ROW = 24
 _WP, _WQ, _LQ, _OFF, _PP, _PQ = 0, 3, 7, 11, 16, 19  # world p, world q, local q, rest offset + local t,
 _OUTSIDE, _ROOT = -1, -2  # and for a parent outside the path its world p, q (ik_path_parent codes)
 

@@ -15,13 +15,16 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from mmdkit.pose.ik import IK_CHAIN_ROW
+
 
 @njit(cache=True, nogil=True)
 def new_bone_state(B, ik_path_start):
     """The arrays of ``PoseState.bone_state`` for B bones: 9 float64 bone arrays ((B,3)
     translations / positions, zero, and (B,4) rotations, identity) in the order anim_t, anim_q,
     ik_q, append_t, append_q, local_t, local_q, world_p, world_q, then the IK chain scratch
-    (24 × the longest IK path,) float64 (``ik.solve_ik``; ik_path_start: ``Rig.ik_path_start``).
+    (IK_CHAIN_ROW × the longest IK path,) float64 (``ik.solve_ik``; ik_path_start:
+    ``Rig.ik_path_start``).
     Used by PoseState and by each batch chunk."""
     anim_t = np.zeros((B, 3))
     anim_q = np.zeros((B, 4))
@@ -41,7 +44,8 @@ def new_bone_state(B, ik_path_start):
     longest = 0
     for k in range(ik_path_start.shape[0] - 1):
         longest = max(longest, ik_path_start[k + 1] - ik_path_start[k])
-    return anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q, np.zeros(24 * longest)
+    ik_chain = np.zeros(IK_CHAIN_ROW * longest)
+    return anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q, ik_chain
 
 
 @dataclass(eq=False)
@@ -53,7 +57,7 @@ class PoseState:
     bone_ik_q (B,4) float64: rotation IK added; bone_append_t (B,3), bone_append_q (B,4): 付与
     bone_local_t (B,3), bone_local_q (B,4) float64: final local transform
     bone_world_p (B,3), bone_world_q (B,4) float64: model space
-    ik_chain (24 P,) float64: scratch of the IK solver (P: the longest IK path; ``ik.solve_ik``)
+    ik_chain (IK_CHAIN_ROW P,) float64: scratch of the IK solver (P: the longest IK path; ``ik.solve_ik``)
     bone_world (B,4,4) float32 model space; bone_skin (B,4,4) float32 = world @ translate(-rest)
     ik_enabled (K,) uint8: solver on this frame (property keys, then ``ik_disabled``)
     morph_raw_weight (N,) float64 sampled; morph_effective_weight (N,) float64 after groups;
