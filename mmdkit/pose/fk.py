@@ -84,6 +84,30 @@ def update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim
 
 
 @njit(inline="always", **_NB)
+def local_offset(b, parent, position, local_t):
+    """Bone b's offset from its parent (rest position[b] − position[parent] + local_t[b]; a root:
+    from the origin), parent-local, as a 3-tuple; b unsigned."""
+    p = parent[b]
+    s = np.uint64(p if p >= 0 else b)
+    rx, ry, rz = position[s, 0], position[s, 1], position[s, 2]
+    if p < 0:
+        rx, ry, rz = 0.0, 0.0, 0.0
+    return (position[b, 0] - rx + local_t[b, 0], position[b, 1] - ry + local_t[b, 1],
+            position[b, 2] - rz + local_t[b, 2])
+
+
+@njit(inline="always", **_NB)
+def compose_world(has_parent, px, py, pz, pw, ox, oy, oz, vx, vy, vz, lx, ly, lz, lw):
+    """World position (3) and rotation (4) of a bone with local offset v and local rotation l under
+    a parent at o turned by p, as a 7-tuple; a root (``has_parent`` False) keeps v and l."""
+    if has_parent:
+        r = qrot_scalar(px, py, pz, pw, vx, vy, vz)
+        q = qmul_scalar(px, py, pz, pw, lx, ly, lz, lw)
+        return ox + r[0], oy + r[1], oz + r[2], q[0], q[1], q[2], q[3]
+    return vx, vy, vz, lx, ly, lz, lw
+
+
+@njit(inline="always", **_NB)
 def update_world(b, parent, position, local_t, local_q, world_p, world_q):
     """Bone b's world_p (B,3) / world_q (B,4) float64 model space = parent's world ∘ (rest
     offset position[b] − position[parent] + local_t[b], local_q[b]); parent (B,) int32."""
@@ -93,18 +117,8 @@ def update_world(b, parent, position, local_t, local_q, world_p, world_q):
     s = np.uint64(p if p >= 0 else b)
     px, py, pz, pw = world_q[s, 0], world_q[s, 1], world_q[s, 2], world_q[s, 3]
     ox, oy, oz = world_p[s, 0], world_p[s, 1], world_p[s, 2]
-    rx, ry, rz = position[s, 0], position[s, 1], position[s, 2]
     lx, ly, lz, lw = local_q[b, 0], local_q[b, 1], local_q[b, 2], local_q[b, 3]
-    if p < 0:
-        rx, ry, rz = 0.0, 0.0, 0.0
-    vx = position[b, 0] - rx + local_t[b, 0]
-    vy = position[b, 1] - ry + local_t[b, 1]
-    vz = position[b, 2] - rz + local_t[b, 2]
-    if p >= 0:
-        r = qrot_scalar(px, py, pz, pw, vx, vy, vz)
-        vx, vy, vz = ox + r[0], oy + r[1], oz + r[2]
-        lx, ly, lz, lw = qmul_scalar(px, py, pz, pw, lx, ly, lz, lw)
-    put3(world_p, b, vx, vy, vz)
-    put4(world_q, b, lx, ly, lz, lw)
-
-
+    v = local_offset(b, parent, position, local_t)
+    w = compose_world(p >= 0, px, py, pz, pw, ox, oy, oz, v[0], v[1], v[2], lx, ly, lz, lw)
+    put3(world_p, b, w[0], w[1], w[2])
+    put4(world_q, b, w[3], w[4], w[5], w[6])

@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit
 
 from mmdkit.mathutil import put3, put4, qmul_scalar, qrot_scalar, qto_matrix3_scalar
-from mmdkit.pose.fk import update_local, update_world
+from mmdkit.pose.fk import compose_world, local_offset, update_local, update_world
 
 _NB = dict(cache=True, nogil=True, error_model="numpy")
 # ik_link_mode values (rig.ik_link_modes): 0 free, 1 Euler limits, 2/3/4 hinge on X/Y/Z, 5 fixed
@@ -141,8 +141,9 @@ def _listed_before(j, l0, ik_link_bone):
 # The chain scratch (``PoseState.ik_chain``): _ROW float64 per path row, the solver's path bones
 # mirrored while it runs (a flat contiguous array: no per-access stride and no 2-D index maths).
 IK_CHAIN_ROW = _ROW = 24
-_WP, _WQ, _LQ, _OFF, _PP, _PQ = 0, 3, 7, 11, 16, 19  # world p, world q, local q, rest offset + local t,
-_OUTSIDE, _ROOT = -1, -2  # and for a parent outside the path its world p, q (ik_path_parent codes)
+# columns: world p, world q, local q, local offset (fk.local_offset), an outside parent's world p, q
+_WP, _WQ, _LQ, _OFF, _PP, _PQ = 0, 3, 7, 11, 16, 19
+_ROOT = -2  # ik_path_parent of a root (-1: the parent is outside the path, its world copied to _PP/_PQ)
 
 
 @njit(inline="always", **_NB)
@@ -158,12 +159,9 @@ def _chain_refresh(start, stop, pp, chain):
         ox, oy, oz = chain[src], chain[src + 1], chain[src + 2]
         vx, vy, vz = chain[o + _OFF], chain[o + _OFF + 1], chain[o + _OFF + 2]
         lx, ly, lz, lw = chain[o + _LQ], chain[o + _LQ + 1], chain[o + _LQ + 2], chain[o + _LQ + 3]
-        if pr != _ROOT:
-            t = qrot_scalar(px, py, pz, pw, vx, vy, vz)
-            vx, vy, vz = ox + t[0], oy + t[1], oz + t[2]
-            lx, ly, lz, lw = qmul_scalar(px, py, pz, pw, lx, ly, lz, lw)
-        chain[o + _WP], chain[o + _WP + 1], chain[o + _WP + 2] = vx, vy, vz
-        chain[o + _WQ], chain[o + _WQ + 1], chain[o + _WQ + 2], chain[o + _WQ + 3] = lx, ly, lz, lw
+        w = compose_world(pr != _ROOT, px, py, pz, pw, ox, oy, oz, vx, vy, vz, lx, ly, lz, lw)
+        chain[o + _WP], chain[o + _WP + 1], chain[o + _WP + 2] = w[0], w[1], w[2]
+        chain[o + _WQ], chain[o + _WQ + 1], chain[o + _WQ + 2], chain[o + _WQ + 3] = w[3], w[4], w[5], w[6]
 
 
 @njit(inline="always", **_NB)
@@ -279,19 +277,15 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
     for j in range(l0, l1):  # a second pass: a bone listed twice must read the identity above
         link = ik_link_bone[j]
         put4(ik_q, link, local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3])
-    for r in range(n):  # the path into the chain: local rotation, rest offset + local t, outside parent
+    for r in range(n):  # the path into the chain: local rotation and offset, outside parent
         b = ik_path_bone[p0 + r]
         o = r * _ROW
         q = parent[b]
         s = q if q >= 0 else b
-        rx, ry, rz = position[s, 0], position[s, 1], position[s, 2]
-        if q < 0:
-            rx, ry, rz = 0.0, 0.0, 0.0
         chain[o + _LQ], chain[o + _LQ + 1], chain[o + _LQ + 2], chain[o + _LQ + 3] = (
             local_q[b, 0], local_q[b, 1], local_q[b, 2], local_q[b, 3])
-        chain[o + _OFF] = position[b, 0] - rx + local_t[b, 0]
-        chain[o + _OFF + 1] = position[b, 1] - ry + local_t[b, 1]
-        chain[o + _OFF + 2] = position[b, 2] - rz + local_t[b, 2]
+        v = local_offset(np.uint64(b), parent, position, local_t)
+        chain[o + _OFF], chain[o + _OFF + 1], chain[o + _OFF + 2] = v[0], v[1], v[2]
         chain[o + _PP], chain[o + _PP + 1], chain[o + _PP + 2] = world_p[s, 0], world_p[s, 1], world_p[s, 2]
         chain[o + _PQ], chain[o + _PQ + 1], chain[o + _PQ + 2], chain[o + _PQ + 3] = (
             world_q[s, 0], world_q[s, 1], world_q[s, 2], world_q[s, 3])
