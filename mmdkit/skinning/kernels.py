@@ -138,6 +138,19 @@ def _blend4(M, b0, b1, b2, b3, w0, w1, w2, w3):
             w0 * M[b0, 2, 3] + w1 * M[b1, 2, 3] + w2 * M[b2, 2, 3] + w3 * M[b3, 2, 3])
 
 
+@njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
+def _bdef4_position(s, k, v, j, M, b0, b1, b2, b3, W, vertex_bind):
+    """Scratch row k = permuted row v's posed position (bind position + the scratch's morph offset)
+    under its four matrices blended with its weights W[:, j]; returns the blend's rows 0-2 (12-tuple)."""
+    a = _blend4(M, b0, b1, b2, b3, W[0, j], W[1, j], W[2, j], W[3, j])
+    px = vertex_bind[0, v] + s[OX + k]; py = vertex_bind[1, v] + s[OY + k]
+    pz = vertex_bind[2, v] + s[OZ + k]
+    s[PX + k] = a[0] * px + a[1] * py + a[2] * pz + a[3]
+    s[PY + k] = a[4] * px + a[5] * py + a[6] * pz + a[7]
+    s[PZ + k] = a[8] * px + a[9] * py + a[10] * pz + a[11]
+    return a
+
+
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST, _nrt=False)
 def _bdef4(r0, r1, g0, M, run, bdef4_weight, vertex_index, vertex_bind, vertex_offset, has_offset, want_normal,
            vertex_position_out, vertex_normal_out):
@@ -146,7 +159,6 @@ def _bdef4(r0, r1, g0, M, run, bdef4_weight, vertex_index, vertex_bind, vertex_o
     s = scratch()
     if not has_offset:
         zero_offsets(s)
-    W = bdef4_weight
     for r in range(r0, r1):
         lo = run[r, 0]; hi = run[r, 1]; end = run[r, 2]
         b0 = run[r, 3]; b1 = run[r, 4]; b2 = run[r, 5]; b3 = run[r, 6]
@@ -155,28 +167,15 @@ def _bdef4(r0, r1, g0, M, run, bdef4_weight, vertex_index, vertex_bind, vertex_o
         if want_normal:  # one loop per case: a branch inside would be if-converted to masked moves
             for k in range(np.int64(end - lo)):
                 v = lo + np.uint64(k)
-                j = v - g0
-                a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23 = _blend4(
-                    M, b0, b1, b2, b3, W[0, j], W[1, j], W[2, j], W[3, j])
-                px = vertex_bind[0, v] + s[OX + k]; py = vertex_bind[1, v] + s[OY + k]
-                pz = vertex_bind[2, v] + s[OZ + k]
-                s[PX + k] = a00 * px + a01 * py + a02 * pz + a03
-                s[PY + k] = a10 * px + a11 * py + a12 * pz + a13
-                s[PZ + k] = a20 * px + a21 * py + a22 * pz + a23
+                a = _bdef4_position(s, k, v, v - g0, M, b0, b1, b2, b3, bdef4_weight, vertex_bind)
                 nx = vertex_bind[3, v]; ny = vertex_bind[4, v]; nz = vertex_bind[5, v]
-                s[NX + k], s[NY + k], s[NZ + k] = _unit(
-                    a00 * nx + a01 * ny + a02 * nz, a10 * nx + a11 * ny + a12 * nz, a20 * nx + a21 * ny + a22 * nz)
+                s[NX + k], s[NY + k], s[NZ + k] = _unit(a[0] * nx + a[1] * ny + a[2] * nz,
+                                                        a[4] * nx + a[5] * ny + a[6] * nz,
+                                                        a[8] * nx + a[9] * ny + a[10] * nz)
         else:
             for k in range(np.int64(end - lo)):
                 v = lo + np.uint64(k)
-                j = v - g0
-                a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23 = _blend4(
-                    M, b0, b1, b2, b3, W[0, j], W[1, j], W[2, j], W[3, j])
-                px = vertex_bind[0, v] + s[OX + k]; py = vertex_bind[1, v] + s[OY + k]
-                pz = vertex_bind[2, v] + s[OZ + k]
-                s[PX + k] = a00 * px + a01 * py + a02 * pz + a03
-                s[PY + k] = a10 * px + a11 * py + a12 * pz + a13
-                s[PZ + k] = a20 * px + a21 * py + a22 * pz + a23
+                _bdef4_position(s, k, v, v - g0, M, b0, b1, b2, b3, bdef4_weight, vertex_bind)
         scatter(s, lo, hi, run[r, 7], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
