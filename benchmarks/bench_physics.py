@@ -1,7 +1,9 @@
 """Physics benchmark: Gene + wavefile_v2 on Bullet at saba's settings (1/120 s step, <= 10
 substeps, gravity -98) → ms/frame for the whole stage, the Bullet step alone and the bone<->body
-sync (push_targets + pull_bones; MMDPhysics.step does all three in one bridge call); then N
-characters (pose + physics) played on 1 thread vs 2 (``play(..., threads=2)``).
+sync (push_targets + pull_bones; MMDPhysics.step does all three in one bridge call); one
+character's Bullet worlds (``setup.PHYSICS_WORLDS``) stepped on 1 thread vs 2 (``MMDPhysics(threads=)``,
+interleaved frame by frame; same motion either way); then N characters (pose + physics) played on
+1 thread vs 2 (``play(..., threads=2)``).
 
     python3 benchmarks/bench_physics.py [--frames 600] [--characters 1 2 4]
 """
@@ -63,6 +65,33 @@ def bench_single(model, pose, reps):
     return min(best_total), min(best_step), min(best_sync), float(np.median(pub))
 
 
+def bench_threads(model, pose, reps):
+    """(ms/frame with 1 thread, with 2 threads, worlds, bodies per world): ``MMDPhysics.step`` of
+    two worlds built alike, called alternately on each frame so both see the same machine; the
+    median over frames, the best of ``reps``."""
+    one, two = MMDPhysics(model, threads=1), MMDPhysics(model, threads=2)
+    b1, b2 = np.empty_like(pose[0]), np.empty_like(pose[0])
+    best1, best2 = [], []
+    for _ in range(reps):
+        one.reset(pose[0])
+        two.reset(pose[0])
+        t1, t2 = [], []
+        for f in range(1, len(pose)):
+            b1[:] = pose[f]
+            b2[:] = pose[f]
+            t0 = time.perf_counter()
+            one.step(1 / FPS, b1)
+            t = time.perf_counter()
+            two.step(1 / FPS, b2)
+            t1.append(t - t0)
+            t2.append(time.perf_counter() - t)
+        best1.append(np.median(t1))
+        best2.append(np.median(t2))
+    assert np.array_equal(b1, b2), "the motion must not depend on the threads"
+    two.close()
+    return min(best1), min(best2), len(two._parts), [int(len(p.body_world)) for p in two._parts]
+
+
 def bench_many(model, motion, n, frames, threads):
     """ms/frame of ``play`` over n Gene characters with physics (each its own world) on
     ``threads`` threads: (wall time per frame, CPU time / wall time), after a 30-frame warm-up
@@ -94,6 +123,9 @@ def main():
     print(f"  Bullet step   {stp * 1e3:7.3f} ms/frame")
     print(f"  bone sync     {syn * 1e3:7.3f} ms/frame (bones->bodies, bodies->bones; target < 0.1)")
     print(f"  MMDPhysics.step() call {pub * 1e3:7.3f} ms/frame (median, incl. call overhead)")
+    one, two, worlds, sizes = bench_threads(model, pose, a.reps)
+    print(f"one character, {worlds} worlds ({'+'.join(map(str, sizes))} bodies): 1 thread {one * 1e3:7.3f} ms/frame, "
+          f"2 threads {two * 1e3:7.3f} ms/frame, speed-up x{one / two:.2f} (same bones to the bit)")
     ch = Character(model, motion, physics=MMDPhysics(model))
     stage = []
     for f in range(a.frames):

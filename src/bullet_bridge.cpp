@@ -4,6 +4,9 @@
 // (row-major, column vectors: p = M @ [x,y,z,1]).  step() releases the GIL.
 // Bones in and out: with the coupling set (set_coupling), set_bones/pull_bones/step_bones take the
 // (B,4,4) bone matrices directly, so a frame is one call with the GIL released.
+// step_bones_beside: the same for this world and another one holding other bodies of the same
+// model, the other stepped on a thread this world keeps (started on first use), so a character
+// whose bodies split into two worlds steps them side by side in one call.
 // Narrowphase: pairs that cannot touch are skipped (bullet_culling.hpp), with bit-identical results.
 // Blow-up guard: after each step a body (dynamic or kinematic) that is non-finite or farther than
 // `limit` from its target is put back on its target with zero velocity; a soft body with a
@@ -25,7 +28,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -119,6 +125,70 @@ constexpr btScalar BROADPHASE_BOUND = 5e3f;
 static void need(bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument(what);
 }
+
+// One thread that steps another world for step_bones_beside: started on first use, waits on a
+// condition variable between frames, joined when its owner goes. No allocation per frame.
+class StepWorker {
+public:
+    ~StepWorker() {
+        if (!thread_.joinable()) return;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stop_ = true;
+        }
+        wake_.notify_all();
+        thread_.join();
+    }
+
+    // Start `fn(arg)` on the worker thread; `wait()` returns its result.
+    void start(int (*fn)(void*), void* arg) {
+        if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            fn_ = fn;
+            arg_ = arg;
+            done_ = false;
+        }
+        wake_.notify_all();
+    }
+
+    int wait() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        finished_.wait(lock, [this] { return done_; });
+        return result_;
+    }
+
+private:
+    void loop() {
+        for (;;) {
+            int (*fn)(void*);
+            void* arg;
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                wake_.wait(lock, [this] { return stop_ || fn_ != nullptr; });
+                if (stop_) return;
+                fn = fn_;
+                arg = arg_;
+                fn_ = nullptr;
+            }
+            const int r = fn(arg);
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                result_ = r;
+                done_ = true;
+            }
+            finished_.notify_all();
+        }
+    }
+
+    std::thread thread_;
+    std::mutex mutex_;
+    std::condition_variable wake_, finished_;
+    int (*fn_)(void*) = nullptr;
+    void* arg_ = nullptr;
+    int result_ = 0;
+    bool done_ = true, stop_ = false;
+};
 
 class World {
 public:
@@ -369,6 +439,45 @@ public:
         set_bones_raw(bone_world.data(), body_target_out.data());
         const int bad = step_raw(dt, max_substeps, fixed_step, limit);
         pull_bones_raw(bone_world.data(), body_world_out.data());
+        return bad;
+    }
+
+    // step for this world and `other` (another world of the same model's bodies), `other` on this
+    // world's worker thread meanwhile; the blow-up resets of both. Needs the GIL released.
+    int step_beside_raw(World& other, float dt, int max_substeps, float fixed_step, float limit) {
+        other.beside_ = {dt, max_substeps, fixed_step, limit};
+        worker_.start([](void* w) {
+            World* o = static_cast<World*>(w);
+            return o->step_raw(o->beside_.dt, o->beside_.max_substeps, o->beside_.fixed_step, o->beside_.limit);
+        }, &other);
+        const int bad = step_raw(dt, max_substeps, fixed_step, limit);
+        return bad + worker_.wait();
+    }
+
+    int step_beside(World& other, float dt, int max_substeps, float fixed_step, float limit) {
+        need(&other != this, "step_beside needs another world");
+        nb::gil_scoped_release release;
+        return step_beside_raw(other, dt, max_substeps, fixed_step, limit);
+    }
+
+    // step_bones for this world and `other` (its own target/body arrays), stepped side by side
+    // (step_beside). Both read their targets before either writes a bone (a body may follow a
+    // bone that a body of the other world drives).
+    int step_bones_beside(World& other, float dt, int max_substeps, float fixed_step, float limit,
+                          OutF3 bone_world, OutF3 body_target_out, OutF3 body_world_out,
+                          OutF3 other_target_out, OutF3 other_world_out) {
+        need(&other != this, "step_bones_beside needs another world");
+        const size_t b = bone_world.shape(0), r4 = bone_world.shape(1), c4 = bone_world.shape(2);
+        check_bones(b, r4, c4, body_target_out);
+        check_bones(b, r4, c4, body_world_out);
+        other.check_bones(b, r4, c4, other_target_out);
+        other.check_bones(b, r4, c4, other_world_out);
+        nb::gil_scoped_release release;
+        set_bones_raw(bone_world.data(), body_target_out.data());
+        other.set_bones_raw(bone_world.data(), other_target_out.data());
+        const int bad = step_beside_raw(other, dt, max_substeps, fixed_step, limit);
+        pull_bones_raw(bone_world.data(), body_world_out.data());
+        other.pull_bones_raw(bone_world.data(), other_world_out.data());
         return bad;
     }
 
@@ -699,6 +808,9 @@ private:
     std::vector<std::vector<btVector3>> soft_rest_;  // per soft body: node positions at creation
     std::vector<unsigned char> pending_;
     double accumulator_ = 0;
+    struct StepArgs { float dt; int max_substeps; float fixed_step; float limit; };
+    StepArgs beside_{};   // this world's step while another world's worker runs it
+    StepWorker worker_;   // steps another world beside this one (step_bones_beside)
 };
 
 NB_MODULE(_bullet, m) {
@@ -716,6 +828,10 @@ NB_MODULE(_bullet, m) {
              "stop_erp"_a = 0.0f, "lever_arm_275"_a = false)
         .def("set_kinematic_transforms", &World::set_kinematic_transforms, "indices"_a, "transforms"_a)
         .def("set_kinematic_flags", &World::set_kinematic_flags, "flags"_a)
+        .def("step_beside", &World::step_beside, "other"_a, "dt"_a, "max_substeps"_a, "fixed_step"_a, "limit"_a)
+        .def("step_bones_beside", &World::step_bones_beside, "other"_a, "dt"_a, "max_substeps"_a, "fixed_step"_a,
+             "limit"_a, "bone_world"_a, "body_target_out"_a, "body_world_out"_a, "other_target_out"_a,
+             "other_world_out"_a)
         .def("set_coupling", &World::set_coupling, "body_follow"_a, "body_offset"_a, "drive_body"_a, "drive_bone"_a,
              "drive_mode"_a, "body_offset_inv"_a, "num_bones"_a)
         .def("set_bones", &World::set_bones, "bone_world"_a, "body_target_out"_a)

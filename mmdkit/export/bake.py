@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 from mmdkit.animation.frames import MOTION_FPS, check_fps, check_frames
 from mmdkit.animation.frames import output_frames as frame_range
@@ -116,11 +116,13 @@ def world_from_matrices(bone_world, world_p_out, world_q_out):
 
 
 def _physics_world(model, physics):
-    """A world from ``physics``: True/False → ``physics_for``; None → off; else the world given."""
+    """A world from ``physics``: True/False → ``physics_for``, its Bullet worlds stepped on as many
+    threads as numba may use (``numba.get_num_threads``; the batch runner lowers it per worker),
+    the motion the same either way; None → off; else the world given."""
     if isinstance(physics, (bool, np.bool_)):
         from mmdkit.physics import physics_for
 
-        return physics_for(model, bool(physics))
+        return physics_for(model, bool(physics), threads=get_num_threads())
     return physics
 
 

@@ -16,9 +16,10 @@ import numpy as np
 from mmdkit.errors import BuildError
 from mmdkit.model.deform import effective_weights
 
-__all__ = ["DEFAULT_FIXED_STEP", "DEFAULT_MAX_SUBSTEPS", "GRAVITY", "DEFAULT_WARMUP_STEPS", "BLOWUP_SIZES",
+__all__ = ["DEFAULT_FIXED_STEP", "DEFAULT_MAX_SUBSTEPS", "GRAVITY", "DEFAULT_WARMUP_STEPS", "BLOWUP_SIZES", "PHYSICS_WORLDS",
            "BodySetup", "JointSetup", "body_setup", "joint_setup", "euler_to_matrix", "body_frames",
-           "model_array", "model_label", "model_size", "finite_or", "mesh_linked_bones"]
+           "model_array", "model_label", "model_size", "finite_or", "mesh_linked_bones", "body_partition",
+           "subset_bodies", "subset_joints"]
 
 #: Fixed simulation step (seconds) and substep cap: saba's settings (MMD documents none).
 DEFAULT_FIXED_STEP = 1.0 / 120.0
@@ -26,6 +27,10 @@ DEFAULT_MAX_SUBSTEPS = 10
 GRAVITY = (0.0, -98.0, 0.0)
 #: Fixed steps simulated with the bones held still after a reset (start/seek): 0.5 s at 1/120.
 DEFAULT_WARMUP_STEPS = 60
+#: Bullet worlds one model's bodies are dealt into (``body_partition``) where they split into sets
+#: that never meet: the worlds can step side by side on that many threads, and the motion does not
+#: depend on how many threads step them.
+PHYSICS_WORLDS = 2
 #: Blow-up guard: a body farther than this many model sizes (``model_size``) from where its bone
 #: puts it, or non-finite, is put back there at rest (a soft body: back to its rest shape).
 BLOWUP_SIZES = 10.0
@@ -280,3 +285,84 @@ def joint_setup(model) -> JointSetup:
         joint_translation_lower=lower, joint_translation_upper=upper,
         joint_rotation_lower=kept("joint_rotation_lower"), joint_rotation_upper=kept("joint_rotation_upper"),
         joint_stiffness=np.ascontiguousarray(stiffness, np.float32), joint_span=span, warnings=warnings)
+
+
+def _meets(bodies: BodySetup, joints: JointSetup) -> np.ndarray:
+    """(R, R) bool, symmetric: the two bodies share a joint or may collide (each one's group bit
+    in the other's mask)."""
+    g, m = bodies.body_group_bit, bodies.body_collide_mask
+    meets = ((g[:, None] & m[None, :]) != 0) & ((g[None, :] & m[:, None]) != 0)
+    meets[joints.joint_body_a, joints.joint_body_b] = True
+    meets[joints.joint_body_b, joints.joint_body_a] = True
+    np.fill_diagonal(meets, False)
+    return meets
+
+
+def _dynamic_sets(dyn: np.ndarray, meets: np.ndarray) -> list[np.ndarray]:
+    """The bodies that may be dynamic (``dyn``, (R,) bool: mode ≠ 0) cut into sets that never
+    act on one another: no pair in ``meets`` joins two sets (kinematic bodies move as their bones
+    say, so they join nothing). Each set int64 ascending, in the order of its lowest body."""
+    R = len(dyn)
+    root = np.arange(R)
+
+    def find(x):
+        while root[x] != x:
+            root[x] = root[root[x]]
+            x = root[x]
+        return x
+
+    for a, b in np.argwhere(np.triu(meets & dyn[:, None] & dyn[None, :], 1)):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            root[max(ra, rb)] = min(ra, rb)
+    label = np.array([find(x) for x in range(R)], np.int64)
+    return [np.nonzero(dyn & (label == r))[0] for r in np.unique(label[dyn])]
+
+
+def body_partition(bodies: BodySetup, joints: JointSetup, parts: int) -> list[np.ndarray]:
+    """Bodies for ``parts`` Bullet worlds that step side by side (one per thread) and give what
+    one world gives: each body that may be dynamic in exactly one world, with every kinematic body
+    it can meet (joint partners, bodies it may collide with; these may be in several worlds).
+    Sets that never act on one another (``_dynamic_sets``) are dealt out largest first, each to
+    the world with the fewest bodies and joints so far. Returns each world's body indices (int64,
+    ascending: Bullet sees them in the model's order); one list of all bodies when the model does
+    not split (``parts`` < 2, one set, soft bodies are the caller's business)."""
+    R = len(bodies.body_mode)
+    dyn = bodies.body_mode != 0
+    meets = _meets(bodies, joints)
+    sets = _dynamic_sets(dyn, meets)
+    if parts < 2 or len(sets) < 2:
+        return [np.arange(R)]
+    jointed = np.zeros(R, np.int64)
+    np.add.at(jointed, joints.joint_body_a, 1)
+    load = np.zeros(min(parts, len(sets)), np.int64)
+    mine = np.zeros((len(load), R), bool)
+    for s in sorted(sets, key=len, reverse=True):
+        w = int(np.argmin(load))
+        mine[w, s] = True
+        load[w] += len(s) + jointed[s].sum()
+    return [np.nonzero(own | (~dyn & meets[:, own].any(1)))[0] for own in mine]
+
+
+def subset_bodies(bodies: BodySetup, index: np.ndarray) -> BodySetup:
+    """``bodies`` restricted to the bodies ``index`` (ascending int64), renumbered 0..len-1: the
+    per-body arrays taken, the drive table kept for the bodies taken and pointed at their new rows."""
+    new = np.full(len(bodies.body_mode), -1, np.int64)
+    new[index] = np.arange(len(index))
+    keep = new[bodies.drive_body] >= 0
+    per_body = {f: getattr(bodies, f)[index] for f in BodySetup.__dataclass_fields__ if f.startswith("body_")}
+    return BodySetup(**per_body, drive_body=new[bodies.drive_body[keep]].astype(np.int32),
+                     drive_bone=bodies.drive_bone[keep], drive_mode=bodies.drive_mode[keep],
+                     bone_driven=bodies.bone_driven, warnings=[])
+
+
+def subset_joints(joints: JointSetup, index: np.ndarray, num_bodies: int) -> JointSetup:
+    """The joints of ``joints`` between two of the bodies ``index`` (ascending), their body
+    numbers renumbered as ``subset_bodies`` does (``num_bodies``: R of the whole model)."""
+    new = np.full(num_bodies, -1, np.int64)
+    new[index] = np.arange(len(index))
+    keep = (new[joints.joint_body_a] >= 0) & (new[joints.joint_body_b] >= 0)
+    fields = {f: getattr(joints, f)[keep] for f in JointSetup.__dataclass_fields__ if f != "warnings"}
+    fields["joint_body_a"] = new[joints.joint_body_a[keep]].astype(np.int32)
+    fields["joint_body_b"] = new[joints.joint_body_b[keep]].astype(np.int32)
+    return JointSetup(**fields, warnings=[])

@@ -17,8 +17,8 @@ import numpy as np
 from mmdkit.errors import OptionError
 from mmdkit.physics import _bullet
 from mmdkit.physics.setup import (BLOWUP_SIZES, DEFAULT_FIXED_STEP, DEFAULT_MAX_SUBSTEPS, DEFAULT_WARMUP_STEPS,
-                                  GRAVITY, BodySetup, JointSetup, body_setup, joint_setup, mesh_linked_bones,
-                                  model_size)
+                                  GRAVITY, PHYSICS_WORLDS, BodySetup, JointSetup, body_partition, body_setup, joint_setup,
+                                  mesh_linked_bones, model_size, subset_bodies, subset_joints)
 from mmdkit.physics.soft import add_soft_bodies
 
 __all__ = ["MMDPhysics", "JOINT_SOLVERS"]
@@ -57,11 +57,38 @@ def _add_joints(world, joints: JointSetup, solver: str, stop_erp: float) -> None
                          lever_arm_275=solver == "mmd")
 
 
+class _Part:
+    """One Bullet world of an ``MMDPhysics``: the bodies ``body`` ((n,) int64 ascending into the
+    model's R bodies; None when it holds all of them) with the joints between them, and its own
+    (n,4,4) float32 ``body_target``/``body_world`` (the character's own arrays when it holds all
+    bodies, else copied into them by ``publish``)."""
+
+    def __init__(self, phys, index, floor, gravity, solver_iterations, soft, joint_solver, stop_erp):
+        R = len(phys.body_mode)
+        whole = len(index) == R
+        self.body = None if whole else index
+        bodies = phys.bodies if whole else subset_bodies(phys.bodies, index)
+        joints = phys.joints if whole else subset_joints(phys.joints, index, R)
+        self.world = _new_world(bodies, phys.body_kinematic[index], floor, gravity, solver_iterations, soft)
+        _add_joints(self.world, joints, joint_solver, stop_erp)
+        _couple(self.world, bodies, phys.num_bones)
+        self.body_target = phys.body_target if whole else np.zeros((len(index), 4, 4), np.float32)
+        self.body_world = phys.body_world if whole else np.zeros((len(index), 4, 4), np.float32)
+
+    def publish(self, phys, target: bool, world: bool) -> None:
+        """Copy this world's targets and/or body transforms into the character's (R,4,4) arrays."""
+        if self.body is not None:
+            if target:
+                phys.body_target[self.body] = self.body_target
+            if world:
+                phys.body_world[self.body] = self.body_world
+
+
 class MMDPhysics:
     """One Bullet world for one Model.
 
     MMDPhysics(model, fixed_step=1/120, max_substeps=10, floor=False, joint_solver="mmd",
-               solver_iterations=10, gravity=(0,-98,0), warmup_steps=60, joint_stop_erp=0)
+               solver_iterations=10, gravity=(0,-98,0), warmup_steps=60, joint_stop_erp=0, threads=1)
     reset(bone_world)           bodies to their bones' pose, zero velocity, warm-up steps
     step(dt, bone_world)        kinematic bodies follow bone_world (B,4,4) f32; after stepping the
                                 rows of bones driven by dynamic bodies are overwritten in place
@@ -80,11 +107,17 @@ class MMDPhysics:
     which lets long locked chains such as mokou_B's side hair pull apart); 'bullet' = Bullet 3's
     own (frame offset on). ``joint_stop_erp`` > 0 sets the joints' error reduction at their limits
     on all six axes (Bullet's default 0.2; three.js and babylon-mmd use 0.475).
+    Bodies that never meet (no joint, no collision pair) are dealt into ``setup.PHYSICS_WORLDS``
+    Bullet worlds (``setup.body_partition``; one world when the model does not split or has soft
+    bodies, and then ``world`` is it): ``threads`` ≥ 2 steps two worlds side by side, the second
+    on a thread the first keeps, in one bridge call with the GIL released. The motion is the same
+    for any ``threads``; ``threads`` after building says how many are used (1 or 2).
     """
 
     def __init__(self, model, fixed_step: float = DEFAULT_FIXED_STEP, max_substeps: int = DEFAULT_MAX_SUBSTEPS,
                  floor: bool = False, joint_solver: str = "mmd", solver_iterations: int = 10,
-                 gravity=GRAVITY, warmup_steps: int = DEFAULT_WARMUP_STEPS, joint_stop_erp: float = 0.0):
+                 gravity=GRAVITY, warmup_steps: int = DEFAULT_WARMUP_STEPS, joint_stop_erp: float = 0.0,
+                 threads: int = 1):
         if joint_solver not in JOINT_SOLVERS:
             raise OptionError("joint_solver", f"must be one of {', '.join(JOINT_SOLVERS)}, not {joint_solver!r}")
         self.fixed_step = float(fixed_step)
@@ -101,16 +134,21 @@ class MMDPhysics:
         self.body_active = self.body_mode != 0  # dynamic and currently simulated
         self.body_kinematic = ~self.body_active
         soft = bool(tuple(getattr(model, "soft_bodies", ()) or ()))
-        self.world = _new_world(self.bodies, self.body_kinematic, floor, gravity, solver_iterations, soft)
-        _add_joints(self.world, self.joints, joint_solver, float(joint_stop_erp))
-        _couple(self.world, self.bodies, self.num_bones)
+        threads = int(threads)
+        if threads < 1:
+            raise OptionError("threads", f"must be 1 or more, not {threads}")
+        split = [np.arange(R)] if soft else body_partition(self.bodies, self.joints, PHYSICS_WORLDS)
+        self.body_target = np.zeros((R, 4, 4), np.float32)
+        self.body_world = np.zeros((R, 4, 4), np.float32)
+        self._parts = [_Part(self, index, floor, gravity, solver_iterations, soft, joint_solver,
+                             float(joint_stop_erp)) for index in split]
+        self.world = self._parts[0].world  # the world, when there is one (always with soft bodies)
+        self.threads = min(threads, len(self._parts), 2)
         self.joint_index = self.joints.joint_index
         self.joint_body_a, self.joint_body_b = self.joints.joint_body_a, self.joints.joint_body_b
         self.joint_position = self.joints.joint_position
         self.soft_body_vertex, self.soft_body_index, soft_warnings = add_soft_bodies(self.world, model, R)
         self._build_warnings = self.bodies.warnings + self.joints.warnings + soft_warnings
-        self.body_target = np.zeros((R, 4, 4), np.float32)
-        self.body_world = np.zeros((R, 4, 4), np.float32)
         self._initialized = False
         self._executor = None
 
@@ -137,12 +175,15 @@ class MMDPhysics:
         ``warmup_steps`` fixed steps (default: the constructor's) with the bones held still.
         ``bone_world`` is only read; the next ``step`` writes the driven bones."""
         self._check(bone_world)
-        self.world.set_bones(bone_world, self.body_target)
-        self.world.reset(self.body_target)
+        self.push_targets(bone_world)
+        for p in self._parts:
+            p.world.reset(p.body_target)
         n = self.warmup_steps if warmup_steps is None else int(warmup_steps)
         if n > 0:
-            self.blowup_resets += self.world.step(n * self.fixed_step, n, self.fixed_step, self.blowup_distance)
-        self.world.get_transforms_into(self.body_world)
+            self.blowup_resets += self._side_by_side(n * self.fixed_step, n)
+        for p in self._parts:
+            p.world.get_transforms_into(p.body_world)
+            p.publish(self, False, True)
         self._initialized = True
 
     def joint_reach(self, body_bind_position=None, stretch: float = 1.0, slack: float = 2.0):
@@ -185,24 +226,37 @@ class MMDPhysics:
             return
         self.body_active[:] = active
         self.body_kinematic[:] = ~active
-        self.world.set_kinematic_flags(self.body_kinematic)
+        for p in self._parts:
+            p.world.set_kinematic_flags(self.body_kinematic if p.body is None else self.body_kinematic[p.body])
         self.driven_bone_mask[:] = False
         self.driven_bone_mask[self.bodies.drive_bone[active[self.bodies.drive_body]]] = True
 
     def push_targets(self, bone_world: np.ndarray) -> None:
         """Bodies' targets from bone_world (B,4,4) f32; kinematic bodies move there over the next step."""
-        self.world.set_bones(bone_world, self.body_target)
+        for p in self._parts:
+            p.world.set_bones(bone_world, p.body_target)
+            p.publish(self, True, False)
 
     def simulate(self, dt: float) -> int:
         """Advance Bullet ``dt`` seconds in fixed steps; returns how many bodies were reset after a
         blow-up (non-finite, or farther than ``blowup_distance`` from their targets)."""
-        bad = self.world.step(float(dt), self.max_substeps, self.fixed_step, self.blowup_distance)
+        bad = self._side_by_side(float(dt), self.max_substeps)
         self.blowup_resets += bad
         return bad
 
+    def _side_by_side(self, dt: float, max_substeps: int) -> int:
+        """Step every world ``dt`` seconds (two on two threads: the second on the first's worker
+        thread, in one bridge call); the blow-up resets summed."""
+        args = dt, max_substeps, self.fixed_step, self.blowup_distance
+        if self.threads == 2:
+            return self._parts[0].world.step_beside(self._parts[1].world, *args)
+        return sum(p.world.step(*args) for p in self._parts)
+
     def pull_bones(self, bone_world: np.ndarray) -> None:
         """Read the bodies back (``body_world``) and overwrite the driven rows of bone_world in place."""
-        self.world.pull_bones(bone_world, self.body_world)
+        for p in self._parts:
+            p.world.pull_bones(bone_world, p.body_world)
+            p.publish(self, False, True)
 
     def step(self, dt: float, bone_world: np.ndarray) -> int:
         """Advance ``dt`` seconds; overwrite driven bones' rows of ``bone_world`` in place.
@@ -212,8 +266,23 @@ class MMDPhysics:
         self._check(bone_world)
         if not self._initialized:
             self.reset(bone_world, 0)
-        bad = self.world.step_bones(float(dt), self.max_substeps, self.fixed_step, self.blowup_distance, bone_world,
-                                    self.body_target, self.body_world)
+        if len(self._parts) == 1:  # one call: targets, steps, bones
+            bad = self.world.step_bones(float(dt), self.max_substeps, self.fixed_step, self.blowup_distance,
+                                        bone_world, self.body_target, self.body_world)
+            self.blowup_resets += bad
+            return bad
+        if self.threads == 2:  # one call, the second world on the first's worker thread
+            a, b = self._parts
+            bad = a.world.step_bones_beside(b.world, float(dt), self.max_substeps, self.fixed_step,
+                                            self.blowup_distance, bone_world, a.body_target, a.body_world,
+                                            b.body_target, b.body_world)
+            a.publish(self, True, True)
+            b.publish(self, True, True)
+        else:  # every world reads its targets before any writes a bone (a body may follow a bone
+            # that a body of another world drives)
+            self.push_targets(bone_world)
+            bad = self._side_by_side(float(dt), self.max_substeps)
+            self.pull_bones(bone_world)
         self.blowup_resets += bad
         return bad
 
@@ -228,6 +297,7 @@ class MMDPhysics:
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
+
 
     def __del__(self):
         try:
