@@ -148,6 +148,7 @@ def bake(model, motion=None, frames=None, *, fps: float = MOTION_FPS, physics=Tr
         driven, active = np.zeros(B, bool), False
     else:
         ch = Character(model, motion, world)
+        ch.geometry = on_frame is not None  # vertices (skinned per frame) need the morph offsets
         bone_world, world_p, world_q, morph_weight, driven = _run(ch, frames, progress, on_frame)
         active = ch.simulation.active
     local_t = np.empty((F, B, 3))

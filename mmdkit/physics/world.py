@@ -61,7 +61,7 @@ class _Part:
     """One Bullet world of an ``MMDPhysics``: the bodies ``body`` ((n,) int64 ascending into the
     model's R bodies; None when it holds all of them) with the joints between them, and its own
     (n,4,4) float32 ``body_target``/``body_world`` (the character's own arrays when it holds all
-    bodies, else copied into them by ``publish``)."""
+    bodies, else gathered into them when they are read)."""
 
     def __init__(self, phys, index, floor, gravity, solver_iterations, soft, joint_solver, stop_erp):
         R = len(phys.body_mode)
@@ -72,16 +72,8 @@ class _Part:
         self.world = _new_world(bodies, phys.body_kinematic[index], floor, gravity, solver_iterations, soft)
         _add_joints(self.world, joints, joint_solver, stop_erp)
         _couple(self.world, bodies, phys.num_bones)
-        self.body_target = phys.body_target if whole else np.zeros((len(index), 4, 4), np.float32)
-        self.body_world = phys.body_world if whole else np.zeros((len(index), 4, 4), np.float32)
-
-    def publish(self, phys, target: bool, world: bool) -> None:
-        """Copy this world's targets and/or body transforms into the character's (R,4,4) arrays."""
-        if self.body is not None:
-            if target:
-                phys.body_target[self.body] = self.body_target
-            if world:
-                phys.body_world[self.body] = self.body_world
+        self.body_target = phys._body_target if whole else np.zeros((len(index), 4, 4), np.float32)
+        self.body_world = phys._body_world if whole else np.zeros((len(index), 4, 4), np.float32)
 
 
 class MMDPhysics:
@@ -138,8 +130,8 @@ class MMDPhysics:
         if threads < 1:
             raise OptionError("threads", f"must be 1 or more, not {threads}")
         split = [np.arange(R)] if soft else body_partition(self.bodies, self.joints, PHYSICS_WORLDS)
-        self.body_target = np.zeros((R, 4, 4), np.float32)
-        self.body_world = np.zeros((R, 4, 4), np.float32)
+        self._body_target = np.zeros((R, 4, 4), np.float32)
+        self._body_world = np.zeros((R, 4, 4), np.float32)
         self._parts = [_Part(self, index, floor, gravity, solver_iterations, soft, joint_solver,
                              float(joint_stop_erp)) for index in split]
         self.world = self._parts[0].world  # the world, when there is one (always with soft bodies)
@@ -151,6 +143,20 @@ class MMDPhysics:
         self._build_warnings = self.bodies.warnings + self.joints.warnings + soft_warnings
         self._initialized = False
         self._executor = None
+
+    def _gathered(self, name: str) -> np.ndarray:
+        """The character's (R,4,4) array ``name`` with every world's rows copied in (nothing to copy
+        with one world: it writes the array itself)."""
+        out = getattr(self, "_" + name)
+        for p in self._parts:
+            if p.body is not None:
+                out[p.body] = getattr(p, name)
+        return out
+
+    body_target = property(lambda self: self._gathered("body_target"),
+                           doc="(R,4,4) float32 model space: where the bones put the bodies (last push)")
+    body_world = property(lambda self: self._gathered("body_world"),
+                          doc="(R,4,4) float32 model space: where the bodies are (last step or reset)")
 
     def soft_body_positions(self, i: int) -> np.ndarray:
         """(n,3) float32 current node positions of soft body ``i`` (model vertices
@@ -183,7 +189,6 @@ class MMDPhysics:
             self.blowup_resets += self._side_by_side(n * self.fixed_step, n)
         for p in self._parts:
             p.world.get_transforms_into(p.body_world)
-            p.publish(self, False, True)
         self._initialized = True
 
     def joint_reach(self, body_bind_position=None, stretch: float = 1.0, slack: float = 2.0):
@@ -235,7 +240,6 @@ class MMDPhysics:
         """Bodies' targets from bone_world (B,4,4) f32; kinematic bodies move there over the next step."""
         for p in self._parts:
             p.world.set_bones(bone_world, p.body_target)
-            p.publish(self, True, False)
 
     def simulate(self, dt: float) -> int:
         """Advance Bullet ``dt`` seconds in fixed steps; returns how many bodies were reset after a
@@ -256,7 +260,6 @@ class MMDPhysics:
         """Read the bodies back (``body_world``) and overwrite the driven rows of bone_world in place."""
         for p in self._parts:
             p.world.pull_bones(bone_world, p.body_world)
-            p.publish(self, False, True)
 
     def step(self, dt: float, bone_world: np.ndarray) -> int:
         """Advance ``dt`` seconds; overwrite driven bones' rows of ``bone_world`` in place.
@@ -268,7 +271,7 @@ class MMDPhysics:
             self.reset(bone_world, 0)
         if len(self._parts) == 1:  # one call: targets, steps, bones
             bad = self.world.step_bones(float(dt), self.max_substeps, self.fixed_step, self.blowup_distance,
-                                        bone_world, self.body_target, self.body_world)
+                                        bone_world, self._body_target, self._body_world)
             self.blowup_resets += bad
             return bad
         if self.threads == 2:  # one call, the second world on the first's worker thread
@@ -276,8 +279,6 @@ class MMDPhysics:
             bad = a.world.step_bones_beside(b.world, float(dt), self.max_substeps, self.fixed_step,
                                             self.blowup_distance, bone_world, a.body_target, a.body_world,
                                             b.body_target, b.body_world)
-            a.publish(self, True, True)
-            b.publish(self, True, True)
         else:  # every world reads its targets before any writes a bone (a body may follow a bone
             # that a body of another world drives)
             self.push_targets(bone_world)

@@ -41,6 +41,8 @@ class Character:
     bone_world, bone_skin (B,4,4) float32 model space; morph_weight (N,) float32;
     vertex_offset (V,3), uv_offset (V,4), additional_uv_offset (V,A,4) float32; ik_enabled (K,);
     visible (bool); material_* (M,...) after material morphs; skin(out_position, out_normal).
+    geometry                    True (default): update computes the vertex/UV offsets and material
+                                factors too; False leaves them (bones and morph weights only)
     """
 
     def __init__(self, model, motion=None, physics=None, *, fps: float = FPS, physics_mode: str = "playing",
@@ -57,6 +59,7 @@ class Character:
         self._motion_keys = motion_in(self.bound)
         self._args = self._args_coupling = None
         self._skinner = skinner
+        self.geometry = True
         self.frame: float | None = None
         self.stage_seconds = dict.fromkeys(STAGES, 0.0)
 
@@ -116,7 +119,7 @@ class Character:
             self._args = frame_args(self._motion_keys, r.bone_in, r.ik_in, r.morph_in, s.coupling, s.bone_state,
                                      s.morph_state, s.morph_out, s.frame_out)
             self._args_coupling = s.coupling
-        run_frame(first, last, frame, True, self._args)
+        run_frame(first, last, frame, self.geometry, self._args)
 
     def update(self, frame: float, *, timed: bool = False) -> "Character":
         """Pose this character at ``frame`` (fractional allowed). See ``Simulation`` for seeks."""
