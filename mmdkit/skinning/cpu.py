@@ -111,8 +111,8 @@ def _runs(run_bone, group_start):
     """Runs of permuted rows sharing their group and bone slots, cut to at most SCRATCH rows.
 
     run_bone (V, 4) int64 the bone slots that key a run, in permuted order; group_start (11,) uint64.
-    Out: (R, 8) uint64 rows (first row, end row, first row + row count rounded up to 8, bone slots
-    0-3, a column left for ``_store_blocks``) and (11,) uint64 first run of each group + R."""
+    Out: (R, 9) uint64 rows (first row, end row, first row + row count rounded up to 8, bone slots
+    0-3, two columns left for ``_store_blocks``) and (11,) uint64 first run of each group + R."""
     V = len(run_bone)
     cut = np.zeros(V, bool)
     cut[:1] = True
@@ -124,7 +124,7 @@ def _runs(run_bone, group_start):
     piece = np.arange(pieces.sum()) - np.repeat(np.cumsum(pieces) - pieces, pieces)  # index inside its run
     lo = np.repeat(first, pieces) + SCRATCH * piece
     hi = np.minimum(lo + SCRATCH, np.repeat(first + count, pieces))
-    run = np.zeros((len(lo), 8), np.uint64)
+    run = np.zeros((len(lo), 9), np.uint64)
     run[:, 0] = lo
     run[:, 1] = hi
     run[:, 2] = lo + (hi - lo + 7) // 8 * 8
@@ -133,11 +133,13 @@ def _runs(run_bone, group_start):
 
 
 def _store_blocks(order, run):
-    """Each run's rows reordered so that blocks of 4 consecutive output rows come first (the scatter
-    writes such a block with three 16-byte stores), the rest after; file order otherwise.
+    """Each run's rows reordered so that blocks of 8 consecutive output rows come first (the scatter
+    writes such a block with three 32-byte stores), then blocks of 4 (three 16-byte stores), the
+    rest after; file order otherwise.
 
-    order (V,) uint32 permuted row → original row, ascending inside a run; run (R, 8) uint64 from
-    ``_runs``. Out: the new order, and run with column 7 = the end of the run's 4-blocks."""
+    order (V,) uint32 permuted row → original row, ascending inside a run; run (R, 9) uint64 from
+    ``_runs``. Out: the new order, and run with column 7 = the end of the run's 8-blocks, column 8
+    = the end of its 4-blocks."""
     V = len(order)
     if V == 0:
         return order, run
@@ -148,10 +150,13 @@ def _store_blocks(order, run):
     first = np.nonzero(new_segment)[0]
     length = np.diff(np.append(first, V))
     seg = np.cumsum(new_segment) - 1
-    single = np.arange(V) - first[seg] >= length[seg] // 4 * 4  # not in one of its segment's 4-blocks
-    new = np.lexsort((np.arange(V), single, row_run))
+    at = np.arange(V) - first[seg]  # place inside its segment
+    n8 = length[seg] // 8 * 8
+    kind = np.where(at < n8, 0, np.where(at - n8 < (length[seg] - n8) // 4 * 4, 1, 2))  # 8-block, 4-block, single
+    new = np.lexsort((np.arange(V), kind, row_run))
     run = run.copy()
-    run[:, 7] = run[:, 0] + np.bincount(row_run, ~single, len(run)).astype(np.uint64)
+    run[:, 7] = run[:, 0] + np.bincount(row_run, kind == 0, len(run)).astype(np.uint64)
+    run[:, 8] = run[:, 7] + np.bincount(row_run, kind == 1, len(run)).astype(np.uint64)
     return order[new], run
 
 
@@ -295,8 +300,9 @@ class CpuSkinner:
         out_position (V, 3) float32 C-contiguous, written in full; out_normal the same, or None to
         skip normals. Allocates nothing.
         """
-        if bone_skin.shape[0] < self.num_bones or out_position.shape[0] != self.num_vertices \
-                or (out_normal is not None and out_normal.shape[0] != self.num_vertices):
+        shape = (self.num_vertices, 3)
+        if bone_skin.shape[0] < self.num_bones or out_position.shape != shape \
+                or (out_normal is not None and out_normal.shape != shape):
             raise ValueError("skin: array shapes do not match the model")
         off, has = (self._no_offset, False) if vertex_offset is None else (vertex_offset, True)
         nrm, want = (self._no_normal, False) if out_normal is None else (out_normal, True)

@@ -80,7 +80,7 @@ def _bdef1(r0, r1, M, run, vertex_index, vertex_bind, vertex_offset, has_offset,
                 nx = vertex_bind[3, v]; ny = vertex_bind[4, v]; nz = vertex_bind[5, v]
                 s[NX + k], s[NY + k], s[NZ + k] = _unit(
                     m00 * nx + m01 * ny + m02 * nz, m10 * nx + m11 * ny + m12 * nz, m20 * nx + m21 * ny + m22 * nz)
-        scatter(s, lo, hi, run[r, 7], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
+        scatter(s, lo, hi, run[r, 7], run[r, 8], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST, _nrt=False)
@@ -118,7 +118,7 @@ def _bdef2(r0, r1, g0, M, run, bdef2_weight, vertex_index, vertex_bind, vertex_o
                     m00 * nx + m01 * ny + m02 * nz + w * (d00 * nx + d01 * ny + d02 * nz),
                     m10 * nx + m11 * ny + m12 * nz + w * (d10 * nx + d11 * ny + d12 * nz),
                     m20 * nx + m21 * ny + m22 * nz + w * (d20 * nx + d21 * ny + d22 * nz))
-        scatter(s, lo, hi, run[r, 7], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
+        scatter(s, lo, hi, run[r, 7], run[r, 8], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
@@ -176,7 +176,7 @@ def _bdef4(r0, r1, g0, M, run, bdef4_weight, vertex_index, vertex_bind, vertex_o
             for k in range(np.int64(end - lo)):
                 v = lo + np.uint64(k)
                 _bdef4_position(s, k, v, v - g0, M, b0, b1, b2, b3, bdef4_weight, vertex_bind)
-        scatter(s, lo, hi, run[r, 7], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
+        scatter(s, lo, hi, run[r, 7], run[r, 8], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
@@ -250,7 +250,7 @@ def _sdef(r0, r1, g0, M, run, sdef_table, vertex_index, vertex_bind, vertex_offs
                                           near)
                 s[NX + k], s[NY + k], s[NZ + k] = _qrot32(qx, qy, qz, qw, vertex_bind[3, v], vertex_bind[4, v],
                                                              vertex_bind[5, v])
-        scatter(s, lo, hi, run[r, 7], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
+        scatter(s, lo, hi, run[r, 7], run[r, 8], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST, _nrt=False)
@@ -319,16 +319,17 @@ def skin_runs(group, r0, r1, bone_skin, group_start, run, vertex_index, vertex_b
     """Skin runs [r0, r1) of vertex group ``group`` (type ``GROUPS[group // 2]``, morphed when odd).
 
     Model inputs (``CpuSkinner``'s tables): bone_skin (B, 4, 4) float32; group_start (11,) uint64 first
-    permuted row of each group + V; run (R, 8) uint64 (first row, end row, end row of the 8-wide
-    loop, bone slots 0-3, end of its rows in fours of consecutive output rows);
+    permuted row of each group + V; run (R, 9) uint64 (first row, end row, end row of the 8-wide
+    loop, bone slots 0-3, end of its rows in eights of consecutive output rows, end of its rows in
+    fours);
     vertex_index (V + PAD,) uint32 original row of each permuted row;
     vertex_bind (6, V + PAD) float32 bind position and unit normal (x, y, z rows), model space;
     weights as applied, per type in permuted order from the type's first row: bdef2_weight
     (n2 + PAD,) w1, bdef4_weight (4, n4 + PAD), sdef_table (10, ns + PAD) rows w0, C, CR0, CR1,
     qdef_weight (nq, 4).
     State in: vertex_offset (V, 3) float32 morph offsets at original rows, read when has_offset.
-    State out: vertex_position_out, vertex_normal_out (V, 3) float32 at original rows (unit normals
-    only when want_normal).
+    State out: vertex_position_out, vertex_normal_out (V, 3) float32 C-contiguous, at original rows
+    (unit normals only when want_normal).
     """
     kind = group // 2
     g0 = group_start[2 * kind]  # the type's rows: its unmorphed then its morphed vertices

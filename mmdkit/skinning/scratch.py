@@ -3,8 +3,10 @@
 A kernel computes one run of vertices (≤ SCRATCH rows) at a time into a float32 scratch buffer on
 its own stack frame, in structure-of-arrays rows (posed positions, posed normals, morph offsets), then
 ``scatter`` writes the rows to the (V, 3) float32 outputs at the vertices' original rows: a block of
-four consecutive output rows with three 16-byte stores, any other row with an 8-byte and a 4-byte
-store. Nothing here allocates.
+eight consecutive output rows with three 32-byte stores (x, y, z interleaved in registers), a block
+of four with three 16-byte stores, any other row with an 8-byte and a 4-byte store. The outputs
+must be C-contiguous (n, 3) float32 (rows 12 bytes apart; the stores assume it). Nothing here
+allocates.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = ["SCRATCH", "PAD", "PX", "PY", "PZ", "NX", "NY", "NZ", "OX", "OY", "OZ", "scratch", "zero_offsets",
@@ -45,10 +46,13 @@ def scratch(typingctx):
 
 
 def _row_pointer(context, builder, out_t, out, i_t, i):
-    """LLVM float* to out[i, 0] of a (n, 3) float32 C-contiguous array."""
+    """LLVM float* to out[i, 0] of a (n, 3) float32 C-contiguous array (the row stride is the
+    constant 3 floats: the callers check the shape)."""
+    if out_t.layout != "C" or out_t.ndim != 2:
+        raise TypeError("scratch stores need a C-contiguous (n, 3) float32 array")
     rows = context.make_array(out_t)(context, builder, out)
-    index = [context.cast(builder, i, i_t, types.intp), context.get_constant(types.intp, 0)]
-    return cgutils.get_item_pointer(context, builder, out_t, rows, index)
+    i = context.cast(builder, i, i_t, types.intp)
+    return builder.gep(rows.data, [builder.mul(i, context.get_constant(types.intp, 3))], inbounds=True)
 
 
 def _load_xyz(context, builder, s, k_t, k, lanes):
@@ -106,6 +110,23 @@ def _put_rows4(typingctx, out, i, s, k):
     return types.void(out, i, s, k), codegen
 
 
+@intrinsic
+def _put_rows8(typingctx, out, i, s, k):
+    """out[i .. i + 7] ← scratch rows k .. k + 7 (as ``_put_row``): the three 8-wide x, y, z rows
+    interleaved in registers, three 32-byte stores."""
+    def codegen(context, builder, signature, args):
+        dst = _row_pointer(context, builder, signature.args[0], args[0], signature.args[1], args[1])
+        x, y, z = _load_xyz(context, builder, args[2], signature.args[3], args[3], 8)
+        xy = builder.shuffle_vector(x, y, _mask(range(16)))
+        zz = builder.shuffle_vector(z, z, _mask(list(range(8)) + list(range(8))))
+        # lanes of (xy, zz): x_j = j, y_j = 8 + j, z_j = 16 + j
+        for offset in (0, 8, 16):
+            lanes = [(j % 3) * 8 + j // 3 for j in range(offset, offset + 8)]
+            _store(builder, builder.shuffle_vector(xy, zz, _mask(lanes)), dst, offset)
+        return context.get_dummy_value()
+    return types.void(out, i, s, k), codegen
+
+
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
 def zero_offsets(s):
     """Scratch rows OX.. ← 0: the morph offsets of a group without them (once per kernel call)."""
@@ -124,17 +145,30 @@ def gather_offsets(s, lo, end, vertex_index, vertex_offset):
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def scatter(s, lo, hi, quad_end, vertex_index, want_normal, vertex_position_out, vertex_normal_out):
+def scatter(s, lo, hi, oct_end, quad_end, vertex_index, want_normal, vertex_position_out, vertex_normal_out):
     """Output rows of permuted rows [lo, hi) ← the scratch's posed positions (and normals). Rows
-    [lo, quad_end) come in fours of consecutive output rows (as the tables are built), written with
-    16-byte stores; the rest one by one."""
-    for k in range(0, np.int64(quad_end - lo), 4):
-        i = vertex_index[lo + np.uint64(k)]
-        _put_rows4(vertex_position_out, i, s, k)
-        if want_normal:
+    [lo, oct_end) come in eights of consecutive output rows, [oct_end, quad_end) in fours (as the
+    tables are built), written with 32- and 16-byte stores; the rest one by one."""
+    n8 = np.int64(oct_end - lo)
+    n4 = np.int64(quad_end - lo)
+    n = np.int64(hi - lo)
+    if want_normal:
+        for k in range(0, n8, 8):
+            i = vertex_index[lo + np.uint64(k)]
+            _put_rows8(vertex_position_out, i, s, k)
+            _put_rows8(vertex_normal_out, i, s, NX + k)
+        for k in range(n8, n4, 4):
+            i = vertex_index[lo + np.uint64(k)]
+            _put_rows4(vertex_position_out, i, s, k)
             _put_rows4(vertex_normal_out, i, s, NX + k)
-    for k in range(np.int64(quad_end - lo), np.int64(hi - lo)):
-        i = vertex_index[lo + np.uint64(k)]
-        _put_row(vertex_position_out, i, s, k)
-        if want_normal:
+        for k in range(n4, n):
+            i = vertex_index[lo + np.uint64(k)]
+            _put_row(vertex_position_out, i, s, k)
             _put_row(vertex_normal_out, i, s, NX + k)
+    else:
+        for k in range(0, n8, 8):
+            _put_rows8(vertex_position_out, vertex_index[lo + np.uint64(k)], s, k)
+        for k in range(n8, n4, 4):
+            _put_rows4(vertex_position_out, vertex_index[lo + np.uint64(k)], s, k)
+        for k in range(n4, n):
+            _put_row(vertex_position_out, vertex_index[lo + np.uint64(k)], s, k)
