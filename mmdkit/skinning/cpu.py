@@ -1,7 +1,8 @@
 """CPU skinning: bind mesh + skinning matrices → posed positions and unit normals.
 
 In: a ``Model`` (regrouped once into ``CpuSkinner``: vertices sorted by deform type and bone slots,
-cut into runs that share their bones, bind data as float32 structure-of-arrays, each type with only
+cut into runs that share their bones (short BDEF1 stretches join a neighbouring BDEF2/BDEF4 run with
+weight 1 on their bone, bit-identical, so more output rows sit in blocks), bind data as float32 structure-of-arrays, each type with only
 the weights it reads), per frame ``bone_skin`` (B, 4, 4) float32
 (= bone_world @ translate(-bone_position)) and optional vertex-morph offsets (V, 3) float32.
 Out: caller-owned (V, 3) float32 positions and (optionally) normals, in the model's vertex order.
@@ -15,7 +16,7 @@ import numpy as np
 
 from mmdkit.errors import BuildError
 from mmdkit.model.deform import effective_weights, used_slots
-from mmdkit.model.model import DEFORM_BDEF2, DEFORM_BDEF4, DEFORM_QDEF, DEFORM_SDEF
+from mmdkit.model.model import DEFORM_BDEF1, DEFORM_BDEF2, DEFORM_BDEF4, DEFORM_QDEF, DEFORM_SDEF
 from mmdkit.skinning.kernels import GROUPS, skin_groups_parallel, skin_groups_serial
 from mmdkit.skinning.scratch import PAD, SCRATCH
 
@@ -81,7 +82,7 @@ def _sdef_tables(model, sdef_rows):
 
 def _bone_sets(vertex_deform, vertex_bone, vertex_weight):
     """(V, 4) int64 bone slots and (V, 4) float32 weights with the slots of each BDEF2 and BDEF4
-    vertex sorted by bone (weightless slots last: BDEF2's M0 + w1 (M1 - M0) is then exactly M0), so
+    vertex sorted by bone (weightless slots last: BDEF2's (1 − w1) M0 + w1 M1 is then exactly M0), so
     vertices on the same set of bones share a run whatever their slot order (the blend is a sum);
     other types as given (QDEF's first slot is its sign reference)."""
     bone = vertex_bone.astype(np.int64)
@@ -93,6 +94,57 @@ def _bone_sets(vertex_deform, vertex_bone, vertex_weight):
         bone[rows, :n] = np.take_along_axis(b, slot, 1)
         weight[rows, :n] = np.take_along_axis(w, slot, 1)
     return bone, weight
+
+
+#: file-order stretches of BDEF1 vertices shorter than this may join a neighbouring BDEF2/BDEF4 run
+ABSORB_MAX = 8
+
+
+def _absorb(deform, bone, weight, morphable):
+    """Kernel deform types, bone slots and weights with short BDEF1 stretches moved into a neighbour's
+    run, so that more of a run's output rows are consecutive (the scatter writes those in blocks).
+
+    In file order, a stretch of fewer than ABSORB_MAX BDEF1 vertices on bone a next to a BDEF2
+    stretch (same morph flag) with a in a slot becomes BDEF2 with that stretch's slots and weight 1
+    on a; else next to a BDEF4 stretch with a in a slot, BDEF4 the same way. The kernels then blend
+    1 M_a + 0 M_b (+ ...) = M_a and transform as BDEF1 does, so the outputs do not change bit for
+    bit (checked on Gene, Gene_sdef, mokou, mei; BDEF2 next to BDEF4 would not be exact: the
+    blends sum in another order). deform (V,) uint8, bone (V, 4) int64 and weight (V, 4) float32
+    from ``_bone_sets``, morphable (V,) bool → new (deform, bone, weight); the public tables keep
+    the model's own types."""
+    V = len(deform)
+    kind = deform.astype(np.int64)
+    bone = bone.copy()
+    weight = weight.copy()
+    if V < 2:
+        return deform, bone, weight
+    key = np.concatenate([kind[:, None], morphable[:, None], bone], 1)
+    cut = np.ones(V, bool)
+    cut[1:] = (key[1:] != key[:-1]).any(1)
+    first = np.nonzero(cut)[0]
+    length = np.diff(np.append(first, V))
+    S = len(first)
+    for i in np.nonzero((kind[first] == DEFORM_BDEF1) & (length < ABSORB_MAX))[0]:
+        s = first[i]
+        a = bone[s, 0]
+        into = None
+        for j in (i - 1, i + 1):
+            if not (0 <= j < S and morphable[first[j]] == morphable[s]):
+                continue
+            t = first[j]
+            if kind[t] == DEFORM_BDEF2 and (bone[t, :2] == a).any():
+                into = (t, int(np.argmax(bone[t, :2] == a)))
+                break
+            if into is None and kind[t] == DEFORM_BDEF4 and (bone[t] == a).any():
+                into = (t, int(np.argmax(bone[t] == a)))
+        if into is not None:
+            t, slot = into
+            rows = slice(s, s + length[i])
+            kind[rows] = kind[t]
+            bone[rows] = bone[t]
+            weight[rows] = 0.0
+            weight[rows, slot] = 1.0
+    return kind.astype(np.uint8), bone, weight
 
 
 def _group_order(vertex_deform, vertex_bone, vertex_morphable):
@@ -266,9 +318,10 @@ class CpuSkinner:
         self.num_sdef = int((deform == DEFORM_SDEF).sum())
         self.num_qdef = int((deform == DEFORM_QDEF).sum())
         bone, w = _bone_sets(deform, self.vertex_bone, self.vertex_weight)
-        order, start = _group_order(deform, bone, morphable)
+        kind, bone, w = _absorb(deform, bone, w, morphable)
+        order, start = _group_order(kind, bone, morphable)
         key = bone[order]
-        key[deform[order] == DEFORM_SDEF, 2] = 0  # slot 2 of SDEF is the vertex's table row
+        key[kind[order] == DEFORM_SDEF, 2] = 0  # slot 2 of SDEF is the vertex's table row
         run, self.group_run = _runs(key, start)
         order, self.run = _store_blocks(order, run)
         self.vertex_index = _padded(order)

@@ -83,41 +83,51 @@ def _bdef1(r0, r1, M, run, vertex_index, vertex_bind, vertex_offset, has_offset,
         scatter(s, lo, hi, run[r, 7], run[r, 8], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
+@njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
+def _bdef2_position(s, k, v, w1, a, b, vertex_bind):
+    """Scratch row k = permuted row v's posed position (bind position + the scratch's morph offset)
+    under (1 − w1) A + w1 B (a, b: rows 0-2 of A and B as 12-tuples); returns the blend (12-tuple)."""
+    w0 = np.float32(1.0) - w1
+    c = (w0 * a[0] + w1 * b[0], w0 * a[1] + w1 * b[1], w0 * a[2] + w1 * b[2], w0 * a[3] + w1 * b[3],
+         w0 * a[4] + w1 * b[4], w0 * a[5] + w1 * b[5], w0 * a[6] + w1 * b[6], w0 * a[7] + w1 * b[7],
+         w0 * a[8] + w1 * b[8], w0 * a[9] + w1 * b[9], w0 * a[10] + w1 * b[10], w0 * a[11] + w1 * b[11])
+    px = vertex_bind[0, v] + s[OX + k]; py = vertex_bind[1, v] + s[OY + k]
+    pz = vertex_bind[2, v] + s[OZ + k]
+    s[PX + k] = c[0] * px + c[1] * py + c[2] * pz + c[3]
+    s[PY + k] = c[4] * px + c[5] * py + c[6] * pz + c[7]
+    s[PZ + k] = c[8] * px + c[9] * py + c[10] * pz + c[11]
+    return c
+
+
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST, _nrt=False)
 def _bdef2(r0, r1, g0, M, run, bdef2_weight, vertex_index, vertex_bind, vertex_offset, has_offset, want_normal,
            vertex_position_out, vertex_normal_out):
-    """Runs [r0, r1), BDEF2: M0 p + w1 (D p) with D = M1 − M0 made once per run; g0 = the type's
-    first permuted row (bdef2_weight is indexed from it)."""
+    """Runs [r0, r1), BDEF2: (1 − w1) M0 + w1 M1 blended per vertex, then one transform (weights
+    exactly (1, 0) or (0, 1) give M0 or M1 bit for bit); g0 = the type's first permuted row
+    (bdef2_weight is indexed from it)."""
     s = scratch()
     if not has_offset:
         zero_offsets(s)
     for r in range(r0, r1):
         lo = run[r, 0]; hi = run[r, 1]; end = run[r, 2]; b0 = run[r, 3]; b1 = run[r, 4]
-        m00 = M[b0, 0, 0]; m01 = M[b0, 0, 1]; m02 = M[b0, 0, 2]; m03 = M[b0, 0, 3]
-        m10 = M[b0, 1, 0]; m11 = M[b0, 1, 1]; m12 = M[b0, 1, 2]; m13 = M[b0, 1, 3]
-        m20 = M[b0, 2, 0]; m21 = M[b0, 2, 1]; m22 = M[b0, 2, 2]; m23 = M[b0, 2, 3]
-        d00 = M[b1, 0, 0] - m00; d01 = M[b1, 0, 1] - m01; d02 = M[b1, 0, 2] - m02; d03 = M[b1, 0, 3] - m03
-        d10 = M[b1, 1, 0] - m10; d11 = M[b1, 1, 1] - m11; d12 = M[b1, 1, 2] - m12; d13 = M[b1, 1, 3] - m13
-        d20 = M[b1, 2, 0] - m20; d21 = M[b1, 2, 1] - m21; d22 = M[b1, 2, 2] - m22; d23 = M[b1, 2, 3] - m23
+        a = (M[b0, 0, 0], M[b0, 0, 1], M[b0, 0, 2], M[b0, 0, 3], M[b0, 1, 0], M[b0, 1, 1], M[b0, 1, 2], M[b0, 1, 3],
+             M[b0, 2, 0], M[b0, 2, 1], M[b0, 2, 2], M[b0, 2, 3])
+        b = (M[b1, 0, 0], M[b1, 0, 1], M[b1, 0, 2], M[b1, 0, 3], M[b1, 1, 0], M[b1, 1, 1], M[b1, 1, 2], M[b1, 1, 3],
+             M[b1, 2, 0], M[b1, 2, 1], M[b1, 2, 2], M[b1, 2, 3])
         if has_offset:
             gather_offsets(s, lo, end, vertex_index, vertex_offset)
-        for k in range(np.int64(end - lo)):
-            v = lo + np.uint64(k)
-            px = vertex_bind[0, v] + s[OX + k]; py = vertex_bind[1, v] + s[OY + k]
-            pz = vertex_bind[2, v] + s[OZ + k]
-            w = bdef2_weight[v - g0]
-            s[PX + k] = m00 * px + m01 * py + m02 * pz + m03 + w * (d00 * px + d01 * py + d02 * pz + d03)
-            s[PY + k] = m10 * px + m11 * py + m12 * pz + m13 + w * (d10 * px + d11 * py + d12 * pz + d13)
-            s[PZ + k] = m20 * px + m21 * py + m22 * pz + m23 + w * (d20 * px + d21 * py + d22 * pz + d23)
-        if want_normal:
+        if want_normal:  # one loop per case, as _bdef4
             for k in range(np.int64(end - lo)):
                 v = lo + np.uint64(k)
+                c = _bdef2_position(s, k, v, bdef2_weight[v - g0], a, b, vertex_bind)
                 nx = vertex_bind[3, v]; ny = vertex_bind[4, v]; nz = vertex_bind[5, v]
-                w = bdef2_weight[v - g0]
-                s[NX + k], s[NY + k], s[NZ + k] = _unit(
-                    m00 * nx + m01 * ny + m02 * nz + w * (d00 * nx + d01 * ny + d02 * nz),
-                    m10 * nx + m11 * ny + m12 * nz + w * (d10 * nx + d11 * ny + d12 * nz),
-                    m20 * nx + m21 * ny + m22 * nz + w * (d20 * nx + d21 * ny + d22 * nz))
+                s[NX + k], s[NY + k], s[NZ + k] = _unit(c[0] * nx + c[1] * ny + c[2] * nz,
+                                                        c[4] * nx + c[5] * ny + c[6] * nz,
+                                                        c[8] * nx + c[9] * ny + c[10] * nz)
+        else:
+            for k in range(np.int64(end - lo)):
+                v = lo + np.uint64(k)
+                _bdef2_position(s, k, v, bdef2_weight[v - g0], a, b, vertex_bind)
         scatter(s, lo, hi, run[r, 7], run[r, 8], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
