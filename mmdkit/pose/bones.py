@@ -17,8 +17,11 @@ from numba import njit
 from mmdkit.mathutil import put3, put4, qfrom_matrix3_scalar, qto_matrix3_scalar
 from mmdkit.pose.fk import update_local, update_world
 from mmdkit.pose.ik import solve_ik
+from mmdkit.pose.ik_lanes import solve_lanes
+from mmdkit.pose.rig import IK_FIELDS
 
 _NB = dict(cache=True, nogil=True, error_model="numpy")
+_GROUP, _GROUP_START, _GROUP_SOLVER = (IK_FIELDS.index(n) for n in ("ik_group", "ik_group_start", "ik_group_solver"))
 
 
 @njit(**_NB)
@@ -33,12 +36,15 @@ def switch_off_ik(ik_enabled_inout, ik_disabled):
 @njit(**_NB)
 def solve_bones(bones, bone_in, ik_in, ik_enabled, bone_state_inout):
     """Evaluate ``bones`` (P,) int32 in evaluation order (one pass): append, local, world, then
-    each bone's IK solver where ik_enabled (K,) uint8 allows.
+    each bone's IK solver where ik_enabled (K,) uint8 allows — a solver of a lane group
+    (``Rig.ik_group``) at the group's last IK bone, with the other members (``ik_lanes``; the
+    group is formed only where that gives the same result as solving each at its own bone).
 
     bone_in: ``Rig.bone_in``; ik_in: ``Rig.ik_in`` (IK_FIELDS order); bone_state_inout:
     ``PoseState.bone_state`` — reads anim_t/anim_q, writes ik_q/append/local/world of ``bones``.
     """
     _, _, parent, position, flags, append_parent, append_ratio, fixed_axis, bone_ik = bone_in
+    ik_group, ik_group_start, ik_group_solver = ik_in[_GROUP], ik_in[_GROUP_START], ik_in[_GROUP_SOLVER]
     anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q, _ = bone_state_inout
     for i in range(bones.shape[0]):
         put4(ik_q, bones[i], 0.0, 0.0, 0.0, 1.0)
@@ -48,8 +54,14 @@ def solve_bones(bones, bone_in, ik_in, ik_enabled, bone_state_inout):
                      app_t, app_q, local_t, local_q, world_q)
         update_world(b, parent, position, local_t, local_q, world_p, world_q)
         k = bone_ik[b]
-        if k >= 0 and ik_enabled[k] != 0:
-            solve_ik(k, b, bone_in, ik_in, bone_state_inout)
+        if k < 0:
+            continue
+        g = ik_group[k]
+        if g < 0:
+            if ik_enabled[k] != 0:
+                solve_ik(k, b, bone_in, ik_in, bone_state_inout)
+        elif ik_group_solver[ik_group_start[g + 1] - 1] == k:  # the group's last member: solve them all
+            solve_lanes(g, ik_enabled, bone_in, ik_in, bone_state_inout)
 
 
 @njit(**_NB)

@@ -11,7 +11,8 @@ The steps turn the links' local rotations; ik_q holds their pre-IK rotations mea
 the IK rotation (local ⊗ inverse(pre-IK)) once the solve ends. While it iterates, the solver
 works on a flat copy of its path (``PoseState.ik_chain``: fewer array strides and spills than the
 (B, 3)/(B, 4) state arrays) with the target's position in registers, and the lazy free links
-take their own straight-line step (``_ccd_free``).
+take their own straight-line step (``_ccd_free``). Solvers in a lane group (``Rig.ik_group``)
+are solved by ``ik_lanes.solve_lanes`` instead, several at once, with the same result.
 """
 
 from __future__ import annotations
@@ -258,7 +259,7 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
     _, _, parent, position, flags, append_parent, append_ratio, fixed_axis, _ = bone_in
     (ik_target, ik_loop, ik_limit, ik_link_start, ik_link_bone, ik_link_mode, ik_link_lower, ik_link_upper,
      ik_link_cap, ik_link_path, ik_link_lazy, ik_path_start, ik_path_bone, ik_after_start, ik_after_bone,
-     ik_path_parent, ik_target_row) = ik_in
+     ik_path_parent, ik_target_row, _, _, _, _, _, _, _) = ik_in
     anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q, chain = bone_state_inout
     l0, l1 = ik_link_start[k], ik_link_start[k + 1]
     p0, p1 = ik_path_start[k], ik_path_start[k + 1]

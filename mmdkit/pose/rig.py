@@ -99,8 +99,11 @@ def _flatten_groups(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 IK_FIELDS = ("ik_target", "ik_loop", "ik_limit", "ik_link_start", "ik_link_bone", "ik_link_mode",
              "ik_link_lower", "ik_link_upper", "ik_link_cap", "ik_link_path", "ik_link_lazy", "ik_path_start",
-             "ik_path_bone", "ik_after_start", "ik_after_bone", "ik_path_parent", "ik_target_row")
-"""The IK section of a Rig in the order of ``Rig.ik_in`` (unpacked by ``bones.solve_bones``)."""
+             "ik_path_bone", "ik_after_start", "ik_after_bone", "ik_path_parent", "ik_target_row", "ik_group",
+             "ik_group_start", "ik_group_solver", "ik_group_bone", "ik_group_rows", "ik_group_link_start",
+             "ik_group_link_row")
+"""The IK section of a Rig in the order of ``Rig.ik_in`` (unpacked by ``ik.solve_ik`` and
+``ik_lanes.solve_lanes``; ``bones.solve_bones`` reads the group fields)."""
 
 MORPH_FIELDS = ("morph_is_leaf", "morph_group_start", "morph_group_target", "morph_group_weight",
                 "morph_kind", "bone_morph_start", "bone_morph_bone", "bone_morph_translation",
@@ -151,6 +154,14 @@ class Rig:
     ik_after_bone: np.ndarray  # (Q,) int32
     ik_path_parent: np.ndarray  # (P,) int32 row of the bone's parent in its solver's path, -1 outside it, -2 root
     ik_target_row: np.ndarray  # (K,) int32 index into ik_path_bone of the solver's target
+    # lane groups (``ik_lanes``): solvers solved together, one SIMD lane each (``ik_lane_groups``)
+    ik_group: np.ndarray  # (K,) int32 the solver's lane group, -1 = solved alone (``ik.solve_ik``)
+    ik_group_start: np.ndarray  # (G+1,) int32 CSR into ik_group_solver
+    ik_group_solver: np.ndarray  # (S,) int32 members in evaluation order; the last one's IK bone solves the group
+    ik_group_bone: np.ndarray  # (S,) int32 the members' IK bones
+    ik_group_rows: np.ndarray  # (G,) int32 the group's longest path (its lanes' paths aligned at the target)
+    ik_group_link_start: np.ndarray  # (G+1,) int32 CSR into ik_group_link_row
+    ik_group_link_row: np.ndarray  # (J,) int32 link j's row from the target up (0 = the target's row)
     # --- morphs: the order of MORPH_FIELDS --------------------------------------------------
     morph_is_leaf: np.ndarray  # (N,) bool: not a group/flip
     morph_group_start: np.ndarray  # (N+1,) int32 CSR of group/flip morphs expanded to leaves
@@ -278,6 +289,109 @@ def _ik_tables(model, parent: np.ndarray, order: np.ndarray) -> dict:
         ik_target_row=target_row)
 
 
+IK_LANES = 8  # most solvers in a lane group (ik_lanes.LANES)
+IK_LANE_ROWS = 31  # longest path a lane group takes (ik_lanes.MAX_ROWS, the stack buffer's rows)
+IK_MIN_LANES = 3  # fewer structurally equal solvers are solved one by one
+
+
+def _lane_shape(ik: dict, k: int, ik_bone: int) -> tuple | None:
+    """Solver k's shape for a lane group — (loop count, link rows from the target up) — or None
+    when it does not fit ``ik_lanes``: every link free (no limits), listed once and on the path;
+    the path a chain (each bone's parent the row before it, or outside the path for the first
+    row and any other), no root in it, the target its last row, at most IK_LANE_ROWS rows."""
+    l0, l1 = int(ik["ik_link_start"][k]), int(ik["ik_link_start"][k + 1])
+    p0, p1 = int(ik["ik_path_start"][k]), int(ik["ik_path_start"][k + 1])
+    n = p1 - p0
+    links = ik["ik_link_bone"][l0:l1]
+    if l1 == l0 or ik["ik_loop"][k] < 1 or n > IK_LANE_ROWS or ik_bone in ik["ik_path_bone"][p0:p1]:
+        return None
+    if (ik["ik_link_mode"][l0:l1] != 0).any() or len(set(links.tolist())) != len(links):
+        return None
+    if ik["ik_target_row"][k] != p1 - 1:
+        return None
+    pp = ik["ik_path_parent"][p0:p1]
+    if any(not (pp[r] == -1 or (r > 0 and pp[r] == r - 1)) for r in range(n)):
+        return None
+    rows = []
+    for j in range(l0, l1):
+        r = int(ik["ik_link_path"][j]) - p0
+        if ik["ik_path_bone"][p0 + r] != links[j - l0]:
+            return None
+        rows.append(n - 1 - r)
+    return int(ik["ik_loop"][k]), tuple(rows)
+
+
+def ik_lane_groups(ik: dict, ik_bone, parent, append_parent, bone_ik, passes) -> dict:
+    """Lane groups: runs of solvers of one pass that ``ik_lanes.solve_lanes`` solves together.
+
+    In: the IK tables (``_ik_tables``), ik_bone (K,) each solver's IK bone, parent / append_parent
+    / bone_ik (B,), the passes (bone index arrays, evaluation order). Out: the ik_group* arrays
+    (see ``Rig``). Members share the loop count, and where two have a link j, it sits the same
+    number of rows above the target. A member is solved when the group's last IK bone is
+    evaluated instead of at its own: only where nothing evaluated in between (bones — their own
+    state, parent, append source — and other solvers, members included) reads or writes what it
+    writes (its links, path and the bones below its top link) or writes what it reads (its IK
+    bone, path, the path's parents, and what re-evaluating the bones below reads), so the
+    results are the same as solving at its own bone."""
+    K = len(ik["ik_target"])
+    group = np.full(K, -1, np.int32)
+    reads, writes = [], []
+    for k in range(K):
+        p0, p1 = ik["ik_path_start"][k], ik["ik_path_start"][k + 1]
+        a0, a1 = ik["ik_after_start"][k], ik["ik_after_start"][k + 1]
+        path = set(ik["ik_path_bone"][p0:p1].tolist())
+        after = set(ik["ik_after_bone"][a0:a1].tolist())
+        links = set(ik["ik_link_bone"][ik["ik_link_start"][k]:ik["ik_link_start"][k + 1]].tolist())
+        w = links | path | after
+        r = w | {int(ik_bone[k])} | {int(parent[b]) for b in path | after} | {int(append_parent[b]) for b in after}
+        reads.append(r - {-1})
+        writes.append(w)
+    members: list[list[int]] = []
+    for bones in passes:
+        events = []  # per position: (reads, writes) of evaluating the bone there, its solver included
+        for b in bones.tolist():
+            r, w = {b, int(parent[b]), int(append_parent[b])} - {-1}, {b}
+            if bone_ik[b] >= 0:
+                r, w = r | reads[bone_ik[b]], w | writes[bone_ik[b]]
+            events.append((r, w))
+        current: list[tuple[int, int]] = []  # (solver, position)
+        shape = None
+        for i, b in enumerate(bones.tolist()):
+            k = int(bone_ik[b])
+            s = _lane_shape(ik, k, int(b)) if k >= 0 else None
+            if s is None:
+                continue
+            fits = (current and len(current) < IK_LANES and s[0] == shape[0]
+                    and all(x == y for x, y in zip(s[1], shape[1])))
+            if fits:
+                for a, ia in current:
+                    r = set().union(*(e[0] for e in events[ia + 1:i + 1]))
+                    w = set().union(*(e[1] for e in events[ia + 1:i + 1]))
+                    if writes[a] & (r | w) or reads[a] & w:
+                        fits = False
+                        break
+            if fits:
+                current.append((k, i))
+                if len(s[1]) > len(shape[1]):
+                    shape = s
+                continue
+            if len(current) >= IK_MIN_LANES:
+                members.append([a for a, _ in current])
+            current, shape = [(k, i)], s
+        if len(current) >= IK_MIN_LANES:
+            members.append([a for a, _ in current])
+    rows, link_rows = [], []
+    for g, m in enumerate(members):
+        group[m] = g
+        rows.append(max(int(ik["ik_path_start"][k + 1] - ik["ik_path_start"][k]) for k in m))
+        link_rows.append(list(max((_lane_shape(ik, k, int(ik_bone[k]))[1] for k in m), key=len)))
+    gs, gm = _csr(members)
+    ls, lr = _csr(link_rows)
+    return dict(ik_group=group, ik_group_start=gs, ik_group_solver=gm,
+                ik_group_bone=np.asarray(ik_bone, np.int32)[gm], ik_group_rows=np.asarray(rows, np.int32),
+                ik_group_link_start=ls, ik_group_link_row=lr)
+
+
 def _ancestors(parent: np.ndarray, b: int) -> set[int]:
     """Bone b and every bone above it (cycle-safe)."""
     out = set()
@@ -366,13 +480,16 @@ def build_rig(model) -> Rig:
     fixed[use] /= n[use, None]
     fixed[~use] = 0.0
     A = 0 if model.vertex_additional_uv is None else model.vertex_additional_uv.shape[1]
+    passes = order[~after[order]].astype(np.int32), order[after[order]].astype(np.int32)
+    bone_ik = np.asarray(model.bone_ik, np.int32)
+    ik = _ik_tables(model, parent, order)
+    ik.update(ik_lane_groups(ik, np.asarray(model.ik_bone, np.int32), parent, append_parent, bone_ik, passes))
     return Rig(
-        bone_order=order, bone_pass_before=order[~after[order]].astype(np.int32),
-        bone_pass_after=order[after[order]].astype(np.int32), bone_parent=parent,
+        bone_order=order, bone_pass_before=passes[0], bone_pass_after=passes[1], bone_parent=parent,
         bone_position=np.asarray(model.bone_position, np.float64), bone_flags=flags,
         bone_append_parent=append_parent,
         bone_append_ratio=np.asarray(model.bone_append_ratio, np.float64), bone_fixed_axis=fixed,
-        bone_ik=np.asarray(model.bone_ik, np.int32), **_ik_tables(model, parent, order),
+        bone_ik=bone_ik, **ik,
         **_morph_tables(model), num_vertices=model.num_vertices, num_additional_uv=A)
 
 
