@@ -1,6 +1,6 @@
 """The CCD IK of several structurally equal solvers at once, one SIMD lane each (float64).
 
-In: a lane group g of the rig (``Rig.ik_group*``, found by ``rig.ik_lane_groups``: solvers with
+In: a lane group g of the rig (``Rig.ik_group*``, found by ``ik_groups.ik_lane_groups``: solvers with
 free links only, the same loop count and link rows, independent of each other), the pose
 state. Out (in place): what ``ik.solve_ik`` writes for each member solver (ik_q/local_q of the
 links, world of the path, local and world of the bones below the chain), bit for bit the same.
@@ -42,7 +42,7 @@ from numba.extending import intrinsic
 from mmdkit.mathutil import put3, put4, qmul_scalar, qrot_scalar
 from mmdkit.pose.fk import local_offset, update_local, update_world
 from mmdkit.pose.ik import _REACHED, _TINY_AXIS, _axes, _pre_ik
-from mmdkit.pose.rig import IK_LANE_ROWS, IK_LANES
+from mmdkit.pose.ik_groups import IK_LANE_ROWS, IK_LANES
 
 _NB = dict(cache=True, nogil=True, error_model="numpy")
 
