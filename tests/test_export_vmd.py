@@ -191,3 +191,35 @@ def test_fractional_frames_refused(gene, tmp_path):
     with pytest.raises(OptionError, match="reduce_physics: needs reduce"):
         write(still, tmp_path / "x.vmd", reduce_physics=0.1)
     assert not list(tmp_path.iterdir())
+
+
+def test_reduction_fits_bezier_curves(tmp_path):
+    """A bone eased from key to key (smoothstep on its translation and rotation: a curve of the
+    fitted family) comes back as a few keys carrying fitted curves where straight lines need many
+    more, and re-posed within TOL."""
+    from mmdkit.animation.builder import MotionBuilder
+    from mmdkit.animation.curves import LINEAR_CURVE, interpolation_curves
+
+    model = _five_bones()
+    mb = MotionBuilder()
+    half = np.sin(0.05), np.cos(0.05)
+    smooth = {"x": (42, 0, 85, 127), "r": (42, 0, 85, 127)}
+    mb.add_bone_key("a", 0)
+    mb.add_bone_key("a", 60, (0.5, 0, 0), (0, half[0], 0, half[1]), smooth)
+    motion = mb.build()
+    frames = np.arange(0.0, 61.0)
+    baked = bake(model, motion, frames, physics=False)
+    write(baked, tmp_path / "eased.vmd", motion=motion, reduce=0.01, warn=lambda s: None)
+    back = mmdkit.load(tmp_path / "eased.vmd")
+    a = [n.rstrip("\0") for n in back.bone_track_name].index("a")
+    keys = np.nonzero(back.bone_key_track == a)[0]
+    curves = np.rint(interpolation_curves(back.bone_key_interpolation[keys]) * 127)
+    fitted = [not np.array_equal(c[0], LINEAR_CURVE) or not np.array_equal(c[3], LINEAR_CURVE) for c in curves[1:]]
+    assert len(keys) <= 4 and all(fitted), (back.bone_key_frame[keys], curves)
+    # straight lines between the same frames miss the eased frames by far more than TOL
+    lin = np.interp(frames, back.bone_key_frame[keys].astype(float), back.bone_key_translation[keys, 0])
+    assert np.abs(lin - baked.bone_world[:, 0, 0, 3]).max() > 0.02
+    out = pose(model, back, frames)
+    err = np.linalg.norm(out["bone_world"][..., :3, 3] - baked.bone_world[..., :3, 3], axis=-1).max()
+    assert err <= 0.01, err
+    assert bone_key_physics(back.bone_key_interpolation).all()

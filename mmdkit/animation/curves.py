@@ -26,11 +26,21 @@ def interpolation_block(curves=None, physics: bool = True) -> np.ndarray:
     for c in ch:
         if len(c) != 4 or min(c) < 0 or max(c) > 127:
             raise BuildError(f"interpolation curve {c} must be 4 values in 0..127", section="interpolation")
-    seq = [ch[c][j] for j in range(4) for c in range(4)]  # x1 of X,Y,Z,R; y1 ...; x2 ...; y2 ...
-    tail = [1, 0, 0]
-    rows = [seq[k:] + tail[:k] for k in range(4)]
-    block = np.array(rows, np.uint8).reshape(64)
-    block[2:4] = (0, 0) if physics else PHYSICS_OFF
+    return interpolation_blocks(np.array([ch], np.uint8), np.array([physics]))[0]
+
+
+def interpolation_blocks(curve: np.ndarray, physics: np.ndarray) -> np.ndarray:
+    """(K, 64) uint8 VMD bone interpolation blocks from curve (K, 4, 4) uint8 — channel (X, Y, Z,
+    rotation) × (x1, y1, x2, y2) in 0..127 — and physics (K,) bool (False: the physics-off flag),
+    laid out as ``interpolation_block`` says."""
+    curve = np.asarray(curve, np.uint8)
+    K = len(curve)
+    seq = curve.transpose(0, 2, 1).reshape(K, 16)  # x1 of X, Y, Z, R; y1 ...; x2 ...; y2 ...
+    padded = np.concatenate([seq, np.tile(np.array([1, 0, 0], np.uint8), (K, 1))], axis=1)
+    block = np.stack([padded[:, k:k + 16] for k in range(4)], axis=1).reshape(K, 64)
+    off = ~np.asarray(physics, bool)
+    block[:, 2:4] = 0
+    block[off, 2], block[off, 3] = PHYSICS_OFF
     return block
 
 

@@ -6,9 +6,10 @@ every bone the baked local transform: IK links keyed with their solved rotations
 solver switched off by property keys; physics-driven bones keyed with the per-key physics-off
 flag; append (付与) bones keyed with their own part only (playback re-applies the append, which
 is computed here exactly as the pose kernels will); bone-morph parts taken out of the keys
-(the morph keys are copied, so playback adds them back). Keys are linear; ``reduce`` TOL drops keys
-that interpolation between the kept neighbours reproduces so closely that, re-posed, no bone moves
-more than TOL units: each bone gets a share of TOL (``error_budget``: TOL / the most moving bones on
+(the morph keys are copied, so playback adds them back). Unreduced keys are linear; ``reduce`` TOL
+drops keys that interpolation between the kept neighbours — a straight line, else a Bézier curve
+per channel fitted to the frames between (``curvefit``) — reproduces so closely that, re-posed, no
+bone moves more than TOL units: each bone gets a share of TOL (``error_budget``: TOL / the most moving bones on
 a parent/append chain through it) and a dropped key may err by translation + angle × reach
 (``bone_reach``) up to that share, so the errors a bone inherits add up to at most TOL (to first
 order in the angle). ``reduce_physics`` TOL2 gives the bones physics drives and every bone below
@@ -26,12 +27,13 @@ from numba import njit, prange
 from mmdkit.animation.binding import match_tracks
 from mmdkit.animation.build import build_motion
 from mmdkit.animation.builder import MotionBuilder
-from mmdkit.animation.curves import interpolation_block
+from mmdkit.animation.curves import LINEAR_CURVE, interpolation_blocks
 from mmdkit.animation.motion import Motion, Pose
 from mmdkit.errors import OptionError, check_number
+from mmdkit.export.curvefit import fit_span
 from mmdkit.fileutil import atomic_path
 from mmdkit.model import model as M
-from mmdkit.mathutil import qmul_scalar, qslerp_scalar
+from mmdkit.mathutil import qmul_scalar
 from mmdkit.pose.fk import update_local
 from mmdkit.pose.morph import apply_bone_morphs
 from mmdkit.pose.rig import rig_for
@@ -82,38 +84,24 @@ def own_part(order, flags, append_parent, append_ratio, fixed_axis, ik_identity,
                 key_t[b, c] = anim_t[b, c] - morph_t[f, b, c]
 
 
-@njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def _fits(frame, key_t, key_q, b, a, j, tol, reach):
-    """True when linear keys at frames a and j reproduce every frame between them for bone b
-    within tol units: translation distance + rotation angle × reach (how far the error moves b's
-    subtree, to first order)."""
-    span = frame[j] - frame[a]
-    for i in range(a + 1, j):
-        u = (frame[i] - frame[a]) / span
-        d = 0.0
-        for c in range(3):
-            e = key_t[a, b, c] + (key_t[j, b, c] - key_t[a, b, c]) * u - key_t[i, b, c]
-            d += e * e
-        q = qslerp_scalar(key_q[a, b, 0], key_q[a, b, 1], key_q[a, b, 2], key_q[a, b, 3],
-                          key_q[j, b, 0], key_q[j, b, 1], key_q[j, b, 2], key_q[j, b, 3], u)
-        dot = abs(q[0] * key_q[i, b, 0] + q[1] * key_q[i, b, 1] + q[2] * key_q[i, b, 2] + q[3] * key_q[i, b, 3])
-        if np.sqrt(d) + 2.0 * np.arccos(min(1.0, dot)) * reach > tol:
-            return False
-    return True
-
-
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def reduce_keys(frame, key_t, key_q, bone_tol, bone_reach, max_span, keep_out):
-    """Greedy linear key reduction: keep_out (F,B) bool marks the keys kept per bone (first and
-    last always); frame (F,) float64; key_t (F,B,3), key_q (F,B,4) float64; bone_tol (B,) units
-    (each bone's share, ``error_budget``), bone_reach (B,) units (``bone_reach``). From each kept
-    key the next one is the farthest that still fits, found by doubling then bisecting the span
-    (at most max_span frames)."""
+def reduce_keys(frame, key_t, key_q, bone_tol, bone_reach, max_span, keep_out, curve_out):
+    """Greedy key reduction with fitted curves: keep_out (F,B) bool marks the keys kept per bone
+    (first and last always), curve_out (F,B,4,4) uint8 the interpolation curve each key carries
+    (``curvefit.fit_span``; linear on keys dropped or not fitted); frame (F,) float64; key_t
+    (F,B,3), key_q (F,B,4) float64; bone_tol (B,) units (each bone's share, ``error_budget``),
+    bone_reach (B,) units (``bone_reach``). From each kept key the next one is the farthest that
+    still fits, found by doubling then bisecting the span (at most max_span frames)."""
     F, B = key_t.shape[0], key_t.shape[1]
     for b in prange(B):
+        curve = np.empty((4, 4), np.uint8)
         for f in range(F):
             keep_out[f, b] = False
+            for c in range(4):
+                for p in range(4):
+                    curve_out[f, b, c, p] = LINEAR_CURVE[p]
         keep_out[0, b] = True
+        tol, reach = bone_tol[b], bone_reach[b]
         a = 0
         while a < F - 1:
             lo, hi, n = a + 1, -1, 2
@@ -121,7 +109,7 @@ def reduce_keys(frame, key_t, key_q, bone_tol, bone_reach, max_span, keep_out):
                 e = min(a + n, F - 1, a + max_span)
                 if e <= lo:
                     break
-                if not _fits(frame, key_t, key_q, b, a, e, bone_tol[b], bone_reach[b]):
+                if not fit_span(frame, key_t, key_q, b, a, e, tol, reach, curve):
                     hi = e
                     break
                 lo = e
@@ -129,11 +117,13 @@ def reduce_keys(frame, key_t, key_q, bone_tol, bone_reach, max_span, keep_out):
             if hi > 0:
                 while hi - lo > 1:
                     mid = (lo + hi) // 2
-                    if _fits(frame, key_t, key_q, b, a, mid, bone_tol[b], bone_reach[b]):
+                    if fit_span(frame, key_t, key_q, b, a, mid, tol, reach, curve):
                         lo = mid
                     else:
                         hi = mid
+            fit_span(frame, key_t, key_q, b, a, lo, tol, reach, curve)  # the curves of the span kept
             keep_out[lo, b] = True
+            curve_out[lo, b] = curve
             a = lo
 
 
@@ -336,21 +326,23 @@ def baked_motion(baked, motion=None, *, reduce=None, reduce_physics=None, warn=p
              f"name another bone): {', '.join(model.bone_name[b] for b in np.nonzero(lost)[0][:8])}")
     moving &= bindable
     keep = np.ones((F, B), bool)
+    curve = np.empty((F, B, 4, 4), np.uint8)
+    curve[:] = LINEAR_CURVE
     if tol is not None and F > 2:
         share = error_budget(model, moving, tol, driven=baked.bone_driven, physics_tol=tol2)
-        reduce_keys(baked.frames, key_t, key_q, share, bone_reach(model), MAX_SPAN, keep)
+        reduce_keys(baked.frames, key_t, key_q, share, bone_reach(model), MAX_SPAN, keep, curve)
     keep &= moving[None]
     fi, bi = np.nonzero(keep.T)[1], np.nonzero(keep.T)[0]  # grouped by bone, frames ascending
     names = tuple(model.bone_name[b] for b in np.nonzero(moving)[0])
     track_of = np.full(B, -1, np.int32)
     track_of[moving] = np.arange(len(names))
-    blocks = np.stack([interpolation_block(None, True), interpolation_block(None, False)])
     fields = _base_motion(model, motion, int(frames[0]))
     fields.update(bone_track_name=names, bone_track_name_bytes=tuple(encode_cp932(n) for n in names),
                   bone_key_track=track_of[bi], bone_key_frame=frames[fi],
                   bone_key_translation=key_t[fi, bi].astype(np.float32),
                   bone_key_rotation=key_q[fi, bi].astype(np.float32),
-                  bone_key_interpolation=blocks[baked.bone_driven[bi].astype(np.int64)], bone_key_physics=None)
+                  bone_key_interpolation=interpolation_blocks(curve[fi, bi], ~baked.bone_driven[bi]),
+                  bone_key_physics=None)
     counts = {"bone_keys": int(len(fi)), "full_keys": int(F * B), "bones_keyed": len(names),
               "bones_not_keyable": int(lost.sum())}
     return build_motion(fields), counts
