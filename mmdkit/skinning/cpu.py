@@ -163,8 +163,8 @@ def _runs(run_bone, group_start):
     """Runs of permuted rows sharing their group and bone slots, cut to at most SCRATCH rows.
 
     run_bone (V, 4) int64 the bone slots that key a run, in permuted order; group_start (11,) uint64.
-    Out: (R, 9) uint64 rows (first row, end row, first row + row count rounded up to 8, bone slots
-    0-3, two columns left for ``_store_blocks``) and (11,) uint64 first run of each group + R."""
+    Out: (R, 10) uint64 rows (first row, end row, first row + row count rounded up to 8, bone slots
+    0-3, three columns left for ``_store_blocks``) and (11,) uint64 first run of each group + R."""
     V = len(run_bone)
     cut = np.zeros(V, bool)
     cut[:1] = True
@@ -176,7 +176,7 @@ def _runs(run_bone, group_start):
     piece = np.arange(pieces.sum()) - np.repeat(np.cumsum(pieces) - pieces, pieces)  # index inside its run
     lo = np.repeat(first, pieces) + SCRATCH * piece
     hi = np.minimum(lo + SCRATCH, np.repeat(first + count, pieces))
-    run = np.zeros((len(lo), 9), np.uint64)
+    run = np.zeros((len(lo), 10), np.uint64)
     run[:, 0] = lo
     run[:, 1] = hi
     run[:, 2] = lo + (hi - lo + 7) // 8 * 8
@@ -186,12 +186,12 @@ def _runs(run_bone, group_start):
 
 def _store_blocks(order, run):
     """Each run's rows reordered so that blocks of 8 consecutive output rows come first (the scatter
-    writes such a block with three 32-byte stores), then blocks of 4 (three 16-byte stores), the
-    rest after; file order otherwise.
+    writes such a block with three 32-byte stores), then blocks of 4 (three 16-byte stores), then
+    pairs (a 16-byte and an 8-byte store), the rest after; file order otherwise.
 
-    order (V,) uint32 permuted row → original row, ascending inside a run; run (R, 9) uint64 from
+    order (V,) uint32 permuted row → original row, ascending inside a run; run (R, 10) uint64 from
     ``_runs``. Out: the new order, and run with column 7 = the end of the run's 8-blocks, column 8
-    = the end of its 4-blocks."""
+    = the end of its 4-blocks, column 9 = the end of its pairs."""
     V = len(order)
     if V == 0:
         return order, run
@@ -204,11 +204,14 @@ def _store_blocks(order, run):
     seg = np.cumsum(new_segment) - 1
     at = np.arange(V) - first[seg]  # place inside its segment
     n8 = length[seg] // 8 * 8
-    kind = np.where(at < n8, 0, np.where(at - n8 < (length[seg] - n8) // 4 * 4, 1, 2))  # 8-block, 4-block, single
+    n4 = n8 + (length[seg] - n8) // 4 * 4
+    n2 = n4 + (length[seg] - n4) // 2 * 2
+    kind = np.where(at < n8, 0, np.where(at < n4, 1, np.where(at < n2, 2, 3)))  # 8-block, 4-block, pair, single
     new = np.lexsort((np.arange(V), kind, row_run))
     run = run.copy()
     run[:, 7] = run[:, 0] + np.bincount(row_run, kind == 0, len(run)).astype(np.uint64)
     run[:, 8] = run[:, 7] + np.bincount(row_run, kind == 1, len(run)).astype(np.uint64)
+    run[:, 9] = run[:, 8] + np.bincount(row_run, kind == 2, len(run)).astype(np.uint64)
     return order[new], run
 
 

@@ -61,7 +61,7 @@ def _bdef1(r0, r1, M, run, vertex_index, vertex_bind, vertex_offset, has_offset,
     if not has_offset:
         zero_offsets(s)
     for r in range(r0, r1):
-        lo = run[r, 0]; hi = run[r, 1]; end = run[r, 2]; b = run[r, 3]
+        lo = run[r, 0]; end = run[r, 2]; b = run[r, 3]
         m00 = M[b, 0, 0]; m01 = M[b, 0, 1]; m02 = M[b, 0, 2]; m03 = M[b, 0, 3]
         m10 = M[b, 1, 0]; m11 = M[b, 1, 1]; m12 = M[b, 1, 2]; m13 = M[b, 1, 3]
         m20 = M[b, 2, 0]; m21 = M[b, 2, 1]; m22 = M[b, 2, 2]; m23 = M[b, 2, 3]
@@ -80,7 +80,7 @@ def _bdef1(r0, r1, M, run, vertex_index, vertex_bind, vertex_offset, has_offset,
                 nx = vertex_bind[3, v]; ny = vertex_bind[4, v]; nz = vertex_bind[5, v]
                 s[NX + k], s[NY + k], s[NZ + k] = _unit(
                     m00 * nx + m01 * ny + m02 * nz, m10 * nx + m11 * ny + m12 * nz, m20 * nx + m21 * ny + m22 * nz)
-        scatter(s, lo, hi, run[r, 7], run[r, 8], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
+        scatter(s, run, r, vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
@@ -109,7 +109,7 @@ def _bdef2(r0, r1, g0, M, run, bdef2_weight, vertex_index, vertex_bind, vertex_o
     if not has_offset:
         zero_offsets(s)
     for r in range(r0, r1):
-        lo = run[r, 0]; hi = run[r, 1]; end = run[r, 2]; b0 = run[r, 3]; b1 = run[r, 4]
+        lo = run[r, 0]; end = run[r, 2]; b0 = run[r, 3]; b1 = run[r, 4]
         a = (M[b0, 0, 0], M[b0, 0, 1], M[b0, 0, 2], M[b0, 0, 3], M[b0, 1, 0], M[b0, 1, 1], M[b0, 1, 2], M[b0, 1, 3],
              M[b0, 2, 0], M[b0, 2, 1], M[b0, 2, 2], M[b0, 2, 3])
         b = (M[b1, 0, 0], M[b1, 0, 1], M[b1, 0, 2], M[b1, 0, 3], M[b1, 1, 0], M[b1, 1, 1], M[b1, 1, 2], M[b1, 1, 3],
@@ -128,7 +128,7 @@ def _bdef2(r0, r1, g0, M, run, bdef2_weight, vertex_index, vertex_bind, vertex_o
             for k in range(np.int64(end - lo)):
                 v = lo + np.uint64(k)
                 _bdef2_position(s, k, v, bdef2_weight[v - g0], a, b, vertex_bind)
-        scatter(s, lo, hi, run[r, 7], run[r, 8], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
+        scatter(s, run, r, vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
@@ -170,7 +170,7 @@ def _bdef4(r0, r1, g0, M, run, bdef4_weight, vertex_index, vertex_bind, vertex_o
     if not has_offset:
         zero_offsets(s)
     for r in range(r0, r1):
-        lo = run[r, 0]; hi = run[r, 1]; end = run[r, 2]
+        lo = run[r, 0]; end = run[r, 2]
         b0 = run[r, 3]; b1 = run[r, 4]; b2 = run[r, 5]; b3 = run[r, 6]
         if has_offset:
             gather_offsets(s, lo, end, vertex_index, vertex_offset)
@@ -186,7 +186,7 @@ def _bdef4(r0, r1, g0, M, run, bdef4_weight, vertex_index, vertex_bind, vertex_o
             for k in range(np.int64(end - lo)):
                 v = lo + np.uint64(k)
                 _bdef4_position(s, k, v, v - g0, M, b0, b1, b2, b3, bdef4_weight, vertex_bind)
-        scatter(s, lo, hi, run[r, 7], run[r, 8], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
+        scatter(s, run, r, vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
@@ -220,7 +220,7 @@ def _sdef(r0, r1, g0, M, run, sdef_table, vertex_index, vertex_bind, vertex_offs
     if not has_offset:
         zero_offsets(s)
     for r in range(r0, r1):
-        lo = run[r, 0]; hi = run[r, 1]; end = run[r, 2]; b0 = run[r, 3]; b1 = run[r, 4]
+        lo = run[r, 0]; end = run[r, 2]; b0 = run[r, 3]; b1 = run[r, 4]
         x0, y0, z0, q0 = qfrom_matrix3_scalar(M[b0, 0, 0], M[b0, 0, 1], M[b0, 0, 2], M[b0, 1, 0], M[b0, 1, 1],
                                               M[b0, 1, 2], M[b0, 2, 0], M[b0, 2, 1], M[b0, 2, 2])
         x1, y1, z1, q1 = qfrom_matrix3_scalar(M[b1, 0, 0], M[b1, 0, 1], M[b1, 0, 2], M[b1, 1, 0], M[b1, 1, 1],
@@ -260,7 +260,7 @@ def _sdef(r0, r1, g0, M, run, sdef_table, vertex_index, vertex_bind, vertex_offs
                                           near)
                 s[NX + k], s[NY + k], s[NZ + k] = _qrot32(qx, qy, qz, qw, vertex_bind[3, v], vertex_bind[4, v],
                                                              vertex_bind[5, v])
-        scatter(s, lo, hi, run[r, 7], run[r, 8], vertex_index, want_normal, vertex_position_out, vertex_normal_out)
+        scatter(s, run, r, vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST, _nrt=False)
@@ -329,9 +329,9 @@ def skin_runs(group, r0, r1, bone_skin, group_start, run, vertex_index, vertex_b
     """Skin runs [r0, r1) of vertex group ``group`` (type ``GROUPS[group // 2]``, morphed when odd).
 
     Model inputs (``CpuSkinner``'s tables): bone_skin (B, 4, 4) float32; group_start (11,) uint64 first
-    permuted row of each group + V; run (R, 9) uint64 (first row, end row, end row of the 8-wide
+    permuted row of each group + V; run (R, 10) uint64 (first row, end row, end row of the 8-wide
     loop, bone slots 0-3, end of its rows in eights of consecutive output rows, end of its rows in
-    fours);
+    fours, end of its rows in pairs);
     vertex_index (V + PAD,) uint32 original row of each permuted row;
     vertex_bind (6, V + PAD) float32 bind position and unit normal (x, y, z rows), model space;
     weights as applied, per type in permuted order from the type's first row: bdef2_weight

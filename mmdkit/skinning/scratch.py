@@ -4,7 +4,8 @@ A kernel computes one run of vertices (≤ SCRATCH rows) at a time into a float3
 its own stack frame, in structure-of-arrays rows (posed positions, posed normals, morph offsets), then
 ``scatter`` writes the rows to the (V, 3) float32 outputs at the vertices' original rows: a block of
 eight consecutive output rows with three 32-byte stores (x, y, z interleaved in registers), a block
-of four with three 16-byte stores, any other row with an 8-byte and a 4-byte store. The outputs
+of four with three 16-byte stores, a pair with a 16-byte and an 8-byte store, any other row with
+an 8-byte and a 4-byte store. The outputs
 must be C-contiguous (n, 3) float32 (rows 12 bytes apart; the stores assume it). Nothing here
 allocates.
 """
@@ -127,6 +128,20 @@ def _put_rows8(typingctx, out, i, s, k):
     return types.void(out, i, s, k), codegen
 
 
+@intrinsic
+def _put_rows2(typingctx, out, i, s, k):
+    """out[i], out[i + 1] ← scratch rows k, k + 1 (as ``_put_row``): a 16-byte and an 8-byte store."""
+    def codegen(context, builder, signature, args):
+        dst = _row_pointer(context, builder, signature.args[0], args[0], signature.args[1], args[1])
+        x, y, z = _load_xyz(context, builder, args[2], signature.args[3], args[3], 2)
+        xy = builder.shuffle_vector(x, y, _mask(range(4)))  # x0 x1 y0 y1
+        zz = builder.shuffle_vector(z, z, _mask((0, 1, 0, 1)))  # z0 z1 z0 z1
+        _store(builder, builder.shuffle_vector(xy, zz, _mask((0, 2, 4, 1))), dst, 0)  # x0 y0 z0 x1
+        _store(builder, builder.shuffle_vector(xy, zz, _mask((3, 5))), dst, 4)  # y1 z1
+        return context.get_dummy_value()
+    return types.void(out, i, s, k), codegen
+
+
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
 def zero_offsets(s):
     """Scratch rows OX.. ← 0: the morph offsets of a group without them (once per kernel call)."""
@@ -145,13 +160,16 @@ def gather_offsets(s, lo, end, vertex_index, vertex_offset):
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
-def scatter(s, lo, hi, oct_end, quad_end, vertex_index, want_normal, vertex_position_out, vertex_normal_out):
-    """Output rows of permuted rows [lo, hi) ← the scratch's posed positions (and normals). Rows
-    [lo, oct_end) come in eights of consecutive output rows, [oct_end, quad_end) in fours (as the
-    tables are built), written with 32- and 16-byte stores; the rest one by one."""
-    n8 = np.int64(oct_end - lo)
-    n4 = np.int64(quad_end - lo)
-    n = np.int64(hi - lo)
+def scatter(s, run, r, vertex_index, want_normal, vertex_position_out, vertex_normal_out):
+    """Output rows of run r's permuted rows [lo, hi) = run[r, 0:2] ← the scratch's posed positions
+    (and normals). Rows [lo, run[r, 7]) come in eights of consecutive output rows, then up to
+    run[r, 8] in fours, then up to run[r, 9] in pairs (as the tables are built), written with 32-,
+    16- and 16 + 8-byte stores; the rest one by one."""
+    lo = run[r, 0]
+    n8 = np.int64(run[r, 7] - lo)
+    n4 = np.int64(run[r, 8] - lo)
+    n2 = np.int64(run[r, 9] - lo)
+    n = np.int64(run[r, 1] - lo)
     if want_normal:
         for k in range(0, n8, 8):
             i = vertex_index[lo + np.uint64(k)]
@@ -161,7 +179,11 @@ def scatter(s, lo, hi, oct_end, quad_end, vertex_index, want_normal, vertex_posi
             i = vertex_index[lo + np.uint64(k)]
             _put_rows4(vertex_position_out, i, s, k)
             _put_rows4(vertex_normal_out, i, s, NX + k)
-        for k in range(n4, n):
+        for k in range(n4, n2, 2):
+            i = vertex_index[lo + np.uint64(k)]
+            _put_rows2(vertex_position_out, i, s, k)
+            _put_rows2(vertex_normal_out, i, s, NX + k)
+        for k in range(n2, n):
             i = vertex_index[lo + np.uint64(k)]
             _put_row(vertex_position_out, i, s, k)
             _put_row(vertex_normal_out, i, s, NX + k)
@@ -170,5 +192,7 @@ def scatter(s, lo, hi, oct_end, quad_end, vertex_index, want_normal, vertex_posi
             _put_rows8(vertex_position_out, vertex_index[lo + np.uint64(k)], s, k)
         for k in range(n8, n4, 4):
             _put_rows4(vertex_position_out, vertex_index[lo + np.uint64(k)], s, k)
-        for k in range(n4, n):
+        for k in range(n4, n2, 2):
+            _put_rows2(vertex_position_out, vertex_index[lo + np.uint64(k)], s, k)
+        for k in range(n2, n):
             _put_row(vertex_position_out, vertex_index[lo + np.uint64(k)], s, k)
