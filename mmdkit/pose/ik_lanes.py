@@ -8,15 +8,17 @@ links, world of the path, local and world of the bones below the chain), bit for
 Why: hair chains that never reach their targets run every iteration, and their steps are
 straight-line float64 maths (``ik._ccd_free``). Here every step and every row refresh of the
 chain is one branch-free loop over LANES lanes (both the capped and the uncapped turn are
-computed and one is selected), which LLVM vectorises 4 wide (AVX2 ``vsqrtpd``/``vdivpd``/
-``vmulpd`` on ``%ymm``); the lanes run the same operations in the same order as the scalar
-solver, so each lane's result is the scalar one. Lanes past the group's members copy a member
-and stay frozen, as does a lane whose solver is switched off or whose target reached its goal.
+computed and one is selected; a step first computes every lane's axes and cap test, and where no
+lane is capped computes the uncapped turn alone), which LLVM vectorises 4 wide (AVX2
+``vsqrtpd``/``vdivpd``/``vmulpd`` on ``%ymm``); the lanes run the same operations in the same
+order as the scalar solver, so each lane's result is the scalar one. Lanes past the group's
+members copy a member and stay frozen, as does a lane whose solver is switched off or whose target reached its goal.
 The group iterates until no lane turned a link (every later iteration would repeat it: free
 links have no hinge or limit half) or the loop count ends. A lazy link (``Rig.ik_link_lazy``)
 turns the lane's target with it and the rows are refreshed at the iteration's end; after a step
 on a row where some lane's link is not lazy, the rows from there down are refreshed and those
-lanes read their target back (``ik.solve_ik``'s order for such a link).
+lanes read their target back (``ik.solve_ik``'s order for such a link) — except after the
+iteration's last step, where the iteration's refresh gives the same values.
 
 The working set lives in stack buffers of the solving call (no allocation, and LLVM can tell
 them apart): the chain rows, structure of arrays (row r, field f, lane l at
@@ -108,6 +110,7 @@ def _pick(typingctx, c, a, b):
 
 _chain_buffer = _stack_buffer(MAX_ROWS * _RS)
 _register_buffer = _stack_buffer(_REGS * LANES)
+_step_buffer = _stack_buffer(15 * LANES)  # a step's axes and lengths (_step_axis) and parent-frame axis
 _kind_buffer = _stack_buffer(2 * MAX_ROWS + 1)  # per row: 0/1/2 (_lane_refresh's below); 1.0 an eager link
 
 
@@ -194,11 +197,12 @@ def _step_axis(c, reg, o, l):
 
 
 @njit(inline="always", **_NB)
-def _step_rest(c, reg, o, l, e, vx, vy, vz):
+def _step_rest(c, reg, o, l, e, vx, vy, vz, uncapped):
     """The rest of a step for the row at o in lane l, from ``_step_axis``'s e and the world axis
     in the parent frame v: ``ik._ccd_free`` with both the capped and the uncapped turn computed
-    and one selected. The lane turns where it is active, the row is one of its links and the axis
-    is not tiny; the target turns with the link where the link is lazy (the target hangs below)."""
+    and one selected (with ``uncapped``, a constant, only the uncapped one: no lane is capped).
+    The lane turns where it is active, the row is one of its links and the axis is not tiny; the
+    target turns with the link where the link is lazy (the target hangs below)."""
     ax, ay, az, bx, by, bz, cx, cy, cz, aa, bb, cc = e
     lx, ly, lz = c[o + (_WP + 0) * LANES], c[o + (_WP + 1) * LANES], c[o + (_WP + 2) * LANES]
     rx, ry, rz, rw = c[o + (_LQ + 0) * LANES], c[o + (_LQ + 1) * LANES], c[o + (_LQ + 2) * LANES], \
@@ -213,24 +217,30 @@ def _step_rest(c, reg, o, l, e, vx, vy, vz):
     turn = act & link & (cc > _TINY_AXIS * (aa * bb))
     vv = vx * vx + vy * vy + vz * vz
     ab = ax * bx + ay * by + az * bz
-    # ik._half_angle: each lane runs its branch's operations, the rotation's square root and
-    # divide shared between the branches (operands selected); the target's are not (they are
-    # on the path to the next step, and selecting needs the cap test first)
+    # ik._half_angle: each lane runs its branch's operations (both branches: the rotation's square
+    # root and divide shared between them, operands selected; the target's are not: they are on
+    # the path to the next step, and selecting needs the cap test first)
     m = math.sqrt(aa * bb)
-    capped = ab < cos_cap * m
     mab = m + ab
-    d1 = math.sqrt(_pick(capped, vv, 2.0 * m * mab))  # capped: |v|; uncapped: 1 / n
-    n1 = _pick(capped, sin_half_cap, 1.0) / d1  # capped: k; uncapped: n
-    k = _pick(capped, n1, math.sqrt(cc / vv) * n1)
-    ch = _pick(capped, cos_half_cap, mab * n1)
-    nq = qmul_scalar(vx * k, vy * k, vz * k, ch, rx, ry, rz, rw)
-    # the target: turned with the link (capped) or onto the goal's line (uncapped)
-    w_cap = sin_half_cap / math.sqrt(cc)
-    tc = qrot_scalar(cx * w_cap, cy * w_cap, cz * w_cap, cos_half_cap, ax, ay, az)
     w_free = math.sqrt(aa / bb)
-    t0 = _pick(capped, tc[0], bx * w_free)
-    t1 = _pick(capped, tc[1], by * w_free)
-    t2 = _pick(capped, tc[2], bz * w_free)
+    if uncapped:  # the uncapped operations below, alone
+        n1 = 1.0 / math.sqrt(2.0 * m * mab)
+        k = math.sqrt(cc / vv) * n1
+        ch = mab * n1
+        t0, t1, t2 = bx * w_free, by * w_free, bz * w_free
+    else:
+        capped = ab < cos_cap * m
+        d1 = math.sqrt(_pick(capped, vv, 2.0 * m * mab))  # capped: |v|; uncapped: 1 / n
+        n1 = _pick(capped, sin_half_cap, 1.0) / d1  # capped: k; uncapped: n
+        k = _pick(capped, n1, math.sqrt(cc / vv) * n1)
+        ch = _pick(capped, cos_half_cap, mab * n1)
+        # the target: turned with the link (capped) or onto the goal's line (uncapped)
+        w_cap = sin_half_cap / math.sqrt(cc)
+        tc = qrot_scalar(cx * w_cap, cy * w_cap, cz * w_cap, cos_half_cap, ax, ay, az)
+        t0 = _pick(capped, tc[0], bx * w_free)
+        t1 = _pick(capped, tc[1], by * w_free)
+        t2 = _pick(capped, tc[2], bz * w_free)
+    nq = qmul_scalar(vx * k, vy * k, vz * k, ch, rx, ry, rz, rw)
     nt0, nt1, nt2 = lx - t0, ly - t1, lz - t2
     turn_t = turn & lazy
     c[o + (_LQ + 0) * LANES] = _pick(turn, nq[0], _kept(rx))
@@ -245,16 +255,39 @@ def _step_rest(c, reg, o, l, e, vx, vy, vz):
 
 
 @njit(inline="always", **_NB)
-def _lane_step(c, reg, r):
-    """One CCD step on the link at chain row r in every lane (``_step_axis``, the world axis into
-    the parent's frame, ``_step_rest``)."""
+def _lane_step(c, reg, s, r):
+    """One CCD step on the link at chain row r in every lane: ``_step_axis`` and the world axis
+    into the parent's frame, kept in the step buffer s, then ``_step_rest`` — the uncapped turn
+    alone where no lane's turn is capped (the same values: each lane selects the uncapped one)."""
     base = r * _RS
+    capped = False
     for l in range(LANES):
         o = base + l
         p = _parent(c, o)
         e = _step_axis(c, reg, o, l)
         v = qrot_scalar(-p[0], -p[1], -p[2], p[3], e[6], e[7], e[8])
-        _step_rest(c, reg, o, l, e, v[0], v[1], v[2])
+        for i in range(12):
+            s[i * LANES + l] = e[i]
+        for i in range(3):
+            s[(12 + i) * LANES + l] = v[i]
+        ab = e[0] * e[3] + e[1] * e[4] + e[2] * e[5]
+        capped = capped | (ab < c[o + _CAP * LANES] * math.sqrt(e[9] * e[10]))
+    if capped:
+        for l in range(LANES):
+            _step_rest(c, reg, base + l, l, _step_saved(s, l), s[12 * LANES + l], s[13 * LANES + l],
+                       s[14 * LANES + l], False)
+    else:
+        for l in range(LANES):
+            _step_rest(c, reg, base + l, l, _step_saved(s, l), s[12 * LANES + l], s[13 * LANES + l],
+                       s[14 * LANES + l], True)
+
+
+@njit(inline="always", **_NB)
+def _step_saved(s, l):
+    """``_step_axis``'s 12-tuple of lane l back from the step buffer s."""
+    return (s[l], s[LANES + l], s[2 * LANES + l], s[3 * LANES + l], s[4 * LANES + l], s[5 * LANES + l],
+            s[6 * LANES + l], s[7 * LANES + l], s[8 * LANES + l], s[9 * LANES + l], s[10 * LANES + l],
+            s[11 * LANES + l])
 
 
 @njit(inline="always", **_NB)
@@ -345,6 +378,7 @@ def solve_lanes(g, ik_enabled, bone_in, ik_in, bone_state_inout):
     if not any_on:
         return
     kinds = _kind_buffer()
+    sb = _step_buffer()
     for r in range(R):  # per row: its lanes' parents all above (0), all outside (1) or mixed (2)
         outside = 0
         for l in range(LANES):
@@ -381,8 +415,11 @@ def solve_lanes(g, ik_enabled, bone_in, ik_in, bone_state_inout):
             break
         for j in range(j0, j1):
             r = R - 1 - ik_group_link_row[j]
-            _lane_step(c, reg, r)
-            if kinds[MAX_ROWS + 1 + r] != 0.0:  # an eager link: its rows refreshed, the target read back
+            _lane_step(c, reg, sb, r)
+            # an eager link: its rows refreshed, the target read back; not at the iteration's last
+            # step: the iteration's refresh below recomputes every row (from the local rotations
+            # and the outside parents alone) and reads the targets back, the same values
+            if kinds[MAX_ROWS + 1 + r] != 0.0 and j != j1 - 1:
                 for rr in range(r, R):
                     _lane_refresh(c, rr, kinds[rr + 1])
                 for l in range(LANES):
