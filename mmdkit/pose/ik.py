@@ -131,6 +131,35 @@ def _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw):
 
 
 @njit(inline="always", **_NB)
+def take_off_ik(l0, l1, ik_link_bone, ik_q, local_q):
+    """A solver's links l0..l1-1 back to their rotation without its IK (another solver may have
+    turned one since): local_q = the pre-IK rotation, which ik_q holds until the solve ends. A
+    bone listed twice reads the identity the first pass leaves in ik_q (the second copies)."""
+    for j in range(l0, l1):
+        link = ik_link_bone[j]
+        ox, oy, oz, ow = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
+        rx, ry, rz, rw = local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3]
+        r = _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw)
+        put4(local_q, link, r[0], r[1], r[2], r[3])
+        put4(ik_q, link, 0.0, 0.0, 0.0, 1.0)
+    for j in range(l0, l1):
+        link = ik_link_bone[j]
+        put4(ik_q, link, local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3])
+
+
+@njit(inline="always", **_NB)
+def put_ik_rotation(link, ik_q, local_q):
+    """At the end of a solve: ik_q[link] (the pre-IK rotation until now) = the IK rotation, local ⊗
+    inverse(pre-IK); the identity where the link did not turn."""
+    ex, ey, ez, ew = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
+    rx, ry, rz, rw = local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3]
+    q = qmul_scalar(rx, ry, rz, rw, -ex, -ey, -ez, ew)
+    if rx == ex and ry == ey and rz == ez and rw == ew:
+        q = (0.0, 0.0, 0.0, 1.0)
+    put4(ik_q, link, q[0], q[1], q[2], q[3])
+
+
+@njit(inline="always", **_NB)
 def _listed_before(j, l0, ik_link_bone):
     """True when link j's bone is also link l0..j-1 of its solver (a file listing a bone twice)."""
     for i in range(l0, j):
@@ -268,16 +297,7 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
     gx, gy, gz = world_p[ik_bone, 0], world_p[ik_bone, 1], world_p[ik_bone, 2]
     # start from the pose without IK on this chain (another solver may have turned a link); the
     # steps turn local_q, and ik_q holds the pre-IK rotation until the end of the solve
-    for j in range(l0, l1):
-        link = ik_link_bone[j]
-        ox, oy, oz, ow = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
-        rx, ry, rz, rw = local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3]
-        r = _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw)
-        put4(local_q, link, r[0], r[1], r[2], r[3])
-        put4(ik_q, link, 0.0, 0.0, 0.0, 1.0)
-    for j in range(l0, l1):  # a second pass: a bone listed twice must read the identity above
-        link = ik_link_bone[j]
-        put4(ik_q, link, local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3])
+    take_off_ik(l0, l1, ik_link_bone, ik_q, local_q)
     for r in range(n):  # the path into the chain: local rotation and offset, outside parent
         b = ik_path_bone[p0 + r]
         o = r * _ROW
@@ -353,12 +373,7 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
         link = ik_link_bone[j]
         if _listed_before(j, l0, ik_link_bone):
             continue
-        ex, ey, ez, ew = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
-        rx, ry, rz, rw = local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3]
-        q = qmul_scalar(rx, ry, rz, rw, -ex, -ey, -ez, ew)
-        if rx == ex and ry == ey and rz == ez and rw == ew:
-            q = (0.0, 0.0, 0.0, 1.0)
-        put4(ik_q, link, q[0], q[1], q[2], q[3])
+        put_ik_rotation(link, ik_q, local_q)
     for jj in range(ik_after_start[k], ik_after_start[k + 1]):
         b = ik_after_bone[jj]
         update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim_q, ik_q,

@@ -43,7 +43,7 @@ from numba.extending import intrinsic
 
 from mmdkit.mathutil import put3, put4, qmul_scalar, qrot_scalar
 from mmdkit.pose.fk import local_offset, update_local, update_world
-from mmdkit.pose.ik import _REACHED, _TINY_AXIS, _axes, _pre_ik
+from mmdkit.pose.ik import _REACHED, _TINY_AXIS, _axes, put_ik_rotation, take_off_ik
 from mmdkit.pose.ik_groups import IK_LANE_ROWS, IK_LANES
 
 _NB = dict(cache=True, nogil=True, error_model="numpy")
@@ -122,15 +122,21 @@ def _parent(c, o):
 
 
 @njit(inline="always", **_NB)
+def _put_pq(c, o, fp, fq, w):
+    """Fields fp (a position, 3) and fq (a rotation, 4) of the row at o = the 7-tuple w (p, then q)."""
+    c[o + (fp + 0) * LANES] = w[0]
+    c[o + (fp + 1) * LANES] = w[1]
+    c[o + (fp + 2) * LANES] = w[2]
+    c[o + (fq + 0) * LANES] = w[3]
+    c[o + (fq + 1) * LANES] = w[4]
+    c[o + (fq + 2) * LANES] = w[5]
+    c[o + (fq + 3) * LANES] = w[6]
+
+
+@njit(inline="always", **_NB)
 def _put_parent(c, o, w):
     """The parent world p, q of the row at o = the 7-tuple w (world p, then q)."""
-    c[o + (_PP + 0) * LANES] = w[0]
-    c[o + (_PP + 1) * LANES] = w[1]
-    c[o + (_PP + 2) * LANES] = w[2]
-    c[o + (_PQ + 0) * LANES] = w[3]
-    c[o + (_PQ + 1) * LANES] = w[4]
-    c[o + (_PQ + 2) * LANES] = w[5]
-    c[o + (_PQ + 3) * LANES] = w[6]
+    _put_pq(c, o, _PP, _PQ, w)
 
 
 @njit(inline="always", **_NB)
@@ -149,13 +155,7 @@ def _compose(c, o):
 @njit(inline="always", **_NB)
 def _put_world(c, o, w):
     """The row at o's world p, q = the 7-tuple w."""
-    c[o + (_WP + 0) * LANES] = w[0]
-    c[o + (_WP + 1) * LANES] = w[1]
-    c[o + (_WP + 2) * LANES] = w[2]
-    c[o + (_WQ + 0) * LANES] = w[3]
-    c[o + (_WQ + 1) * LANES] = w[4]
-    c[o + (_WQ + 2) * LANES] = w[5]
-    c[o + (_WQ + 3) * LANES] = w[6]
+    _put_pq(c, o, _WP, _WQ, w)
 
 
 @njit(inline="always", **_NB)
@@ -305,13 +305,7 @@ def _fill_lane(c, reg, l, k, R, on, bone_in, ik_in, bone_state_inout):
     p0, p1 = ik_path_start[k], ik_path_start[k + 1]
     n = p1 - p0
     if on:
-        for j in range(l0, l1):
-            link = ik_link_bone[j]
-            ox, oy, oz, ow = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
-            rx, ry, rz, rw = local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3]
-            r = _pre_ik(ox, oy, oz, ow, rx, ry, rz, rw)
-            put4(local_q, link, r[0], r[1], r[2], r[3])
-            put4(ik_q, link, r[0], r[1], r[2], r[3])
+        take_off_ik(l0, l1, ik_link_bone, ik_q, local_q)
     top = R - n
     for sr in range(top):  # the padding: at rest, under an outside parent at rest
         o = sr * _RS + l
@@ -454,13 +448,7 @@ def solve_lanes(g, ik_enabled, bone_in, ik_in, bone_state_inout):
             put4(world_q, b, c[o + _WQ * LANES], c[o + (_WQ + 1) * LANES], c[o + (_WQ + 2) * LANES],
                  c[o + (_WQ + 3) * LANES])
         for j in range(ik_link_start[k], ik_link_start[k + 1]):
-            link = ik_link_bone[j]
-            ex, ey, ez, ew = ik_q[link, 0], ik_q[link, 1], ik_q[link, 2], ik_q[link, 3]
-            rx, ry, rz, rw = local_q[link, 0], local_q[link, 1], local_q[link, 2], local_q[link, 3]
-            q = qmul_scalar(rx, ry, rz, rw, -ex, -ey, -ez, ew)
-            if rx == ex and ry == ey and rz == ez and rw == ew:
-                q = (0.0, 0.0, 0.0, 1.0)
-            put4(ik_q, link, q[0], q[1], q[2], q[3])
+            put_ik_rotation(ik_link_bone[j], ik_q, local_q)
     for l in range(nl):
         k = ik_group_solver[s0 + l]
         if ik_enabled[k] == 0:

@@ -53,6 +53,26 @@ def _sin_half_pi(x):
             np.float32(-1.0 / 39916800.0) + x2 * np.float32(1.0 / 6227020800.0)))))))
 
 
+@njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
+def _posed_position(s, k, v, a, vertex_bind):
+    """Scratch row k = permuted row v's bind position + the scratch's morph offset, under the
+    matrix rows 0-2 ``a`` (12-tuple)."""
+    px = vertex_bind[0, v] + s[OX + k]; py = vertex_bind[1, v] + s[OY + k]
+    pz = vertex_bind[2, v] + s[OZ + k]
+    s[PX + k] = a[0] * px + a[1] * py + a[2] * pz + a[3]
+    s[PY + k] = a[4] * px + a[5] * py + a[6] * pz + a[7]
+    s[PZ + k] = a[8] * px + a[9] * py + a[10] * pz + a[11]
+
+
+@njit(cache=True, nogil=True, inline="always", error_model="numpy", fastmath=FAST)
+def _posed_normal(s, k, v, a, vertex_bind):
+    """Scratch normal row k = permuted row v's bind normal under the 3×3 of the matrix rows 0-2
+    ``a`` (12-tuple), made unit length."""
+    nx = vertex_bind[3, v]; ny = vertex_bind[4, v]; nz = vertex_bind[5, v]
+    s[NX + k], s[NY + k], s[NZ + k] = _unit(a[0] * nx + a[1] * ny + a[2] * nz, a[4] * nx + a[5] * ny + a[6] * nz,
+                                            a[8] * nx + a[9] * ny + a[10] * nz)
+
+
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=FAST, _nrt=False)
 def _bdef1(r0, r1, M, run, vertex_index, vertex_bind, vertex_offset, has_offset, want_normal,
            vertex_position_out, vertex_normal_out):
@@ -67,19 +87,12 @@ def _bdef1(r0, r1, M, run, vertex_index, vertex_bind, vertex_offset, has_offset,
         m20 = M[b, 2, 0]; m21 = M[b, 2, 1]; m22 = M[b, 2, 2]; m23 = M[b, 2, 3]
         if has_offset:
             gather_offsets(s, lo, end, vertex_index, vertex_offset)
+        a = (m00, m01, m02, m03, m10, m11, m12, m13, m20, m21, m22, m23)
         for k in range(np.int64(end - lo)):
-            v = lo + np.uint64(k)
-            px = vertex_bind[0, v] + s[OX + k]; py = vertex_bind[1, v] + s[OY + k]
-            pz = vertex_bind[2, v] + s[OZ + k]
-            s[PX + k] = m00 * px + m01 * py + m02 * pz + m03
-            s[PY + k] = m10 * px + m11 * py + m12 * pz + m13
-            s[PZ + k] = m20 * px + m21 * py + m22 * pz + m23
+            _posed_position(s, k, lo + np.uint64(k), a, vertex_bind)
         if want_normal:
             for k in range(np.int64(end - lo)):
-                v = lo + np.uint64(k)
-                nx = vertex_bind[3, v]; ny = vertex_bind[4, v]; nz = vertex_bind[5, v]
-                s[NX + k], s[NY + k], s[NZ + k] = _unit(
-                    m00 * nx + m01 * ny + m02 * nz, m10 * nx + m11 * ny + m12 * nz, m20 * nx + m21 * ny + m22 * nz)
+                _posed_normal(s, k, lo + np.uint64(k), a, vertex_bind)
         scatter(s, run, r, vertex_index, want_normal, vertex_position_out, vertex_normal_out)
 
 
@@ -91,11 +104,7 @@ def _bdef2_position(s, k, v, w1, a, b, vertex_bind):
     c = (w0 * a[0] + w1 * b[0], w0 * a[1] + w1 * b[1], w0 * a[2] + w1 * b[2], w0 * a[3] + w1 * b[3],
          w0 * a[4] + w1 * b[4], w0 * a[5] + w1 * b[5], w0 * a[6] + w1 * b[6], w0 * a[7] + w1 * b[7],
          w0 * a[8] + w1 * b[8], w0 * a[9] + w1 * b[9], w0 * a[10] + w1 * b[10], w0 * a[11] + w1 * b[11])
-    px = vertex_bind[0, v] + s[OX + k]; py = vertex_bind[1, v] + s[OY + k]
-    pz = vertex_bind[2, v] + s[OZ + k]
-    s[PX + k] = c[0] * px + c[1] * py + c[2] * pz + c[3]
-    s[PY + k] = c[4] * px + c[5] * py + c[6] * pz + c[7]
-    s[PZ + k] = c[8] * px + c[9] * py + c[10] * pz + c[11]
+    _posed_position(s, k, v, c, vertex_bind)
     return c
 
 
@@ -120,10 +129,7 @@ def _bdef2(r0, r1, g0, M, run, bdef2_weight, vertex_index, vertex_bind, vertex_o
             for k in range(np.int64(end - lo)):
                 v = lo + np.uint64(k)
                 c = _bdef2_position(s, k, v, bdef2_weight[v - g0], a, b, vertex_bind)
-                nx = vertex_bind[3, v]; ny = vertex_bind[4, v]; nz = vertex_bind[5, v]
-                s[NX + k], s[NY + k], s[NZ + k] = _unit(c[0] * nx + c[1] * ny + c[2] * nz,
-                                                        c[4] * nx + c[5] * ny + c[6] * nz,
-                                                        c[8] * nx + c[9] * ny + c[10] * nz)
+                _posed_normal(s, k, v, c, vertex_bind)
         else:
             for k in range(np.int64(end - lo)):
                 v = lo + np.uint64(k)
@@ -153,11 +159,7 @@ def _bdef4_position(s, k, v, j, M, b0, b1, b2, b3, W, vertex_bind):
     """Scratch row k = permuted row v's posed position (bind position + the scratch's morph offset)
     under its four matrices blended with its weights W[:, j]; returns the blend's rows 0-2 (12-tuple)."""
     a = _blend4(M, b0, b1, b2, b3, W[0, j], W[1, j], W[2, j], W[3, j])
-    px = vertex_bind[0, v] + s[OX + k]; py = vertex_bind[1, v] + s[OY + k]
-    pz = vertex_bind[2, v] + s[OZ + k]
-    s[PX + k] = a[0] * px + a[1] * py + a[2] * pz + a[3]
-    s[PY + k] = a[4] * px + a[5] * py + a[6] * pz + a[7]
-    s[PZ + k] = a[8] * px + a[9] * py + a[10] * pz + a[11]
+    _posed_position(s, k, v, a, vertex_bind)
     return a
 
 
@@ -178,10 +180,7 @@ def _bdef4(r0, r1, g0, M, run, bdef4_weight, vertex_index, vertex_bind, vertex_o
             for k in range(np.int64(end - lo)):
                 v = lo + np.uint64(k)
                 a = _bdef4_position(s, k, v, v - g0, M, b0, b1, b2, b3, bdef4_weight, vertex_bind)
-                nx = vertex_bind[3, v]; ny = vertex_bind[4, v]; nz = vertex_bind[5, v]
-                s[NX + k], s[NY + k], s[NZ + k] = _unit(a[0] * nx + a[1] * ny + a[2] * nz,
-                                                        a[4] * nx + a[5] * ny + a[6] * nz,
-                                                        a[8] * nx + a[9] * ny + a[10] * nz)
+                _posed_normal(s, k, v, a, vertex_bind)
         else:
             for k in range(np.int64(end - lo)):
                 v = lo + np.uint64(k)
