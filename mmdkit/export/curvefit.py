@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import njit
 
 from mmdkit.animation.curves import LINEAR_CURVE

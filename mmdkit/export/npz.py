@@ -2,9 +2,9 @@
 
 In: a ``BakedMotion`` (or, through ``Stream``, the frames as they are posed), a joint set ('all' or
 'humanoid'), a scale. Out: a deflated .npz (zip of .npy, zlib level ``COMPRESS_LEVEL``, written
-atomically); the keys, shapes and spaces are listed in docs/export.md and in ``Stream.finish``. With ``vertices`` the skinned
-vertices of each frame are deflated into ``vertex_position.npy`` inside the zip as the frame is
-posed, so memory holds one frame of vertices, never all of them.
+atomically); the keys, shapes and spaces are listed in docs/export.md and in ``Stream.finish``.
+With ``vertices`` the skinned vertices of each frame are deflated into ``vertex_position.npy``
+inside the zip as the frame is posed, so memory holds one frame of vertices, never all of them.
 """
 
 from __future__ import annotations

@@ -87,8 +87,8 @@ def own_part(order, flags, append_parent, append_ratio, fixed_axis, ik_identity,
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def reduce_keys(frame, key_t, key_q, bone_tol, bone_reach, max_span, keep_out, curve_out):
     """Greedy key reduction with fitted curves: keep_out (F,B) bool marks the keys kept per bone
-    (first and last always), curve_out (F,B,4,4) uint8 the interpolation curve each key carries
-    (``curvefit.fit_span``; linear on keys dropped or not fitted); frame (F,) float64; key_t
+    (first and last always); curve_out (F,B,4,4) uint8, linear on entry, gets the interpolation
+    curve of each kept key (``curvefit.fit_span``); frame (F,) float64; key_t
     (F,B,3), key_q (F,B,4) float64; bone_tol (B,) units (each bone's share, ``error_budget``),
     bone_reach (B,) units (``bone_reach``). From each kept key the next one is the farthest that
     still fits, found by doubling then bisecting the span (at most max_span frames)."""
@@ -97,9 +97,6 @@ def reduce_keys(frame, key_t, key_q, bone_tol, bone_reach, max_span, keep_out, c
         curve = np.empty((4, 4), np.uint8)
         for f in range(F):
             keep_out[f, b] = False
-            for c in range(4):
-                for p in range(4):
-                    curve_out[f, b, c, p] = LINEAR_CURVE[p]
         keep_out[0, b] = True
         tol, reach = bone_tol[b], bone_reach[b]
         a = 0

@@ -344,11 +344,17 @@ def body_partition(bodies: BodySetup, joints: JointSetup, parts: int) -> list[np
     return [np.nonzero(own | (~dyn & meets[:, own].any(1)))[0] for own in mine]
 
 
+def _renumbered(index: np.ndarray, num_bodies: int) -> np.ndarray:
+    """(num_bodies,) int64: each body's row among the bodies ``index`` (ascending), -1 if not there."""
+    new = np.full(num_bodies, -1, np.int64)
+    new[index] = np.arange(len(index))
+    return new
+
+
 def subset_bodies(bodies: BodySetup, index: np.ndarray) -> BodySetup:
     """``bodies`` restricted to the bodies ``index`` (ascending int64), renumbered 0..len-1: the
     per-body arrays taken, the drive table kept for the bodies taken and pointed at their new rows."""
-    new = np.full(len(bodies.body_mode), -1, np.int64)
-    new[index] = np.arange(len(index))
+    new = _renumbered(index, len(bodies.body_mode))
     keep = new[bodies.drive_body] >= 0
     per_body = {f: getattr(bodies, f)[index] for f in BodySetup.__dataclass_fields__ if f.startswith("body_")}
     return BodySetup(**per_body, drive_body=new[bodies.drive_body[keep]].astype(np.int32),
@@ -359,8 +365,7 @@ def subset_bodies(bodies: BodySetup, index: np.ndarray) -> BodySetup:
 def subset_joints(joints: JointSetup, index: np.ndarray, num_bodies: int) -> JointSetup:
     """The joints of ``joints`` between two of the bodies ``index`` (ascending), their body
     numbers renumbered as ``subset_bodies`` does (``num_bodies``: R of the whole model)."""
-    new = np.full(num_bodies, -1, np.int64)
-    new[index] = np.arange(len(index))
+    new = _renumbered(index, num_bodies)
     keep = (new[joints.joint_body_a] >= 0) & (new[joints.joint_body_b] >= 0)
     fields = {f: getattr(joints, f)[keep] for f in JointSetup.__dataclass_fields__ if f != "warnings"}
     fields["joint_body_a"] = new[joints.joint_body_a[keep]].astype(np.int32)

@@ -269,15 +269,12 @@ class MMDPhysics:
         self._check(bone_world)
         if not self._initialized:
             self.reset(bone_world, 0)
+        args = float(dt), self.max_substeps, self.fixed_step, self.blowup_distance
         if len(self._parts) == 1:  # one call: targets, steps, bones
-            bad = self.world.step_bones(float(dt), self.max_substeps, self.fixed_step, self.blowup_distance,
-                                        bone_world, self._body_target, self._body_world)
-            self.blowup_resets += bad
-            return bad
-        if self.threads == 2:  # one call, the second world on the first's worker thread
+            bad = self.world.step_bones(*args, bone_world, self._body_target, self._body_world)
+        elif self.threads == 2:  # one call, the second world on the first's worker thread
             a, b = self._parts
-            bad = a.world.step_bones_beside(b.world, float(dt), self.max_substeps, self.fixed_step,
-                                            self.blowup_distance, bone_world, a.body_target, a.body_world,
+            bad = a.world.step_bones_beside(b.world, *args, bone_world, a.body_target, a.body_world,
                                             b.body_target, b.body_world)
         else:  # every world reads its targets before any writes a bone (a body may follow a bone
             # that a body of another world drives)
@@ -298,7 +295,6 @@ class MMDPhysics:
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
-
 
     def __del__(self):
         try:

@@ -42,7 +42,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from mmdkit.mathutil import put3, put4, qmul_scalar, qrot_scalar
-from mmdkit.pose.fk import local_offset, update_local, update_world
+from mmdkit.pose.fk import compose_world, local_offset, update_local, update_world
 from mmdkit.pose.ik import _REACHED, _TINY_AXIS, _axes, put_ik_rotation, take_off_ik
 from mmdkit.pose.ik_groups import IK_LANE_ROWS, IK_LANES
 
@@ -147,9 +147,7 @@ def _compose(c, o):
     vx, vy, vz = c[o + (_OFF + 0) * LANES], c[o + (_OFF + 1) * LANES], c[o + (_OFF + 2) * LANES]
     lx, ly, lz, lw = c[o + (_LQ + 0) * LANES], c[o + (_LQ + 1) * LANES], c[o + (_LQ + 2) * LANES], \
         c[o + (_LQ + 3) * LANES]
-    t = qrot_scalar(p[0], p[1], p[2], p[3], vx, vy, vz)
-    w = qmul_scalar(p[0], p[1], p[2], p[3], lx, ly, lz, lw)
-    return p[4] + t[0], p[5] + t[1], p[6] + t[2], w[0], w[1], w[2], w[3]
+    return compose_world(True, p[0], p[1], p[2], p[3], p[4], p[5], p[6], vx, vy, vz, lx, ly, lz, lw)
 
 
 @njit(inline="always", **_NB)

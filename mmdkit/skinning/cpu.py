@@ -2,8 +2,8 @@
 
 In: a ``Model`` (regrouped once into ``CpuSkinner``: vertices sorted by deform type and bone slots,
 cut into runs that share their bones (short BDEF1 stretches join a neighbouring BDEF2/BDEF4 run with
-weight 1 on their bone, bit-identical, so more output rows sit in blocks), bind data as float32 structure-of-arrays, each type with only
-the weights it reads), per frame ``bone_skin`` (B, 4, 4) float32
+weight 1 on their bone, exactly, so more output rows sit in blocks), bind data as float32
+structure-of-arrays, each type with only the weights it reads), per frame ``bone_skin`` (B, 4, 4) float32
 (= bone_world @ translate(-bone_position)) and optional vertex-morph offsets (V, 3) float32.
 Out: caller-owned (V, 3) float32 positions and (optionally) normals, in the model's vertex order.
 Kernels (BDEF1/2/4, SDEF, QDEF) are in ``skinning.kernels``.

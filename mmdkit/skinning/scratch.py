@@ -96,50 +96,31 @@ def _put_row(typingctx, out, i, s, k):
     return types.void(out, i, s, k), codegen
 
 
-@intrinsic
-def _put_rows4(typingctx, out, i, s, k):
-    """out[i .. i + 3] ← scratch rows k .. k + 3 (as ``_put_row``): three 16-byte stores."""
-    def codegen(context, builder, signature, args):
-        dst = _row_pointer(context, builder, signature.args[0], args[0], signature.args[1], args[1])
-        x, y, z = _load_xyz(context, builder, args[2], signature.args[3], args[3], 4)
-        xy = builder.shuffle_vector(x, y, _mask(range(8)))
-        zz = builder.shuffle_vector(z, z, _mask(j % 4 for j in range(8)))
-        # (x0 y0 z0 x1), (y1 z1 x2 y2), (z2 x3 y3 z3)
-        for offset, lanes in ((0, (0, 4, 8, 1)), (4, (5, 9, 2, 6)), (8, (10, 3, 7, 11))):
-            _store(builder, builder.shuffle_vector(xy, zz, _mask(lanes)), dst, offset)
-        return context.get_dummy_value()
-    return types.void(out, i, s, k), codegen
+def _rows_store(n, chunks, doc):
+    """An intrinsic (out, i, s, k): out[i .. i + n - 1] ← scratch rows k .. k + n - 1 (as
+    ``_put_row``), the n-wide x, y, z rows interleaved in registers and stored as ``chunks``
+    floats at a time (3n in all)."""
+    @intrinsic
+    def put(typingctx, out, i, s, k):
+        def codegen(context, builder, signature, args):
+            dst = _row_pointer(context, builder, signature.args[0], args[0], signature.args[1], args[1])
+            x, y, z = _load_xyz(context, builder, args[2], signature.args[3], args[3], n)
+            xy = builder.shuffle_vector(x, y, _mask(range(2 * n)))  # x_j = j, y_j = n + j
+            zz = builder.shuffle_vector(z, z, _mask(j % n for j in range(2 * n)))  # z_j = 2n + j
+            lane = [(p % 3) * n + p // 3 for p in range(3 * n)]  # output float p = row p // 3, axis p % 3
+            offset = 0
+            for c in chunks:
+                _store(builder, builder.shuffle_vector(xy, zz, _mask(lane[offset:offset + c])), dst, offset)
+                offset += c
+            return context.get_dummy_value()
+        return types.void(out, i, s, k), codegen
+    put.__doc__ = doc
+    return put
 
 
-@intrinsic
-def _put_rows8(typingctx, out, i, s, k):
-    """out[i .. i + 7] ← scratch rows k .. k + 7 (as ``_put_row``): the three 8-wide x, y, z rows
-    interleaved in registers, three 32-byte stores."""
-    def codegen(context, builder, signature, args):
-        dst = _row_pointer(context, builder, signature.args[0], args[0], signature.args[1], args[1])
-        x, y, z = _load_xyz(context, builder, args[2], signature.args[3], args[3], 8)
-        xy = builder.shuffle_vector(x, y, _mask(range(16)))
-        zz = builder.shuffle_vector(z, z, _mask(list(range(8)) + list(range(8))))
-        # lanes of (xy, zz): x_j = j, y_j = 8 + j, z_j = 16 + j
-        for offset in (0, 8, 16):
-            lanes = [(j % 3) * 8 + j // 3 for j in range(offset, offset + 8)]
-            _store(builder, builder.shuffle_vector(xy, zz, _mask(lanes)), dst, offset)
-        return context.get_dummy_value()
-    return types.void(out, i, s, k), codegen
-
-
-@intrinsic
-def _put_rows2(typingctx, out, i, s, k):
-    """out[i], out[i + 1] ← scratch rows k, k + 1 (as ``_put_row``): a 16-byte and an 8-byte store."""
-    def codegen(context, builder, signature, args):
-        dst = _row_pointer(context, builder, signature.args[0], args[0], signature.args[1], args[1])
-        x, y, z = _load_xyz(context, builder, args[2], signature.args[3], args[3], 2)
-        xy = builder.shuffle_vector(x, y, _mask(range(4)))  # x0 x1 y0 y1
-        zz = builder.shuffle_vector(z, z, _mask((0, 1, 0, 1)))  # z0 z1 z0 z1
-        _store(builder, builder.shuffle_vector(xy, zz, _mask((0, 2, 4, 1))), dst, 0)  # x0 y0 z0 x1
-        _store(builder, builder.shuffle_vector(xy, zz, _mask((3, 5))), dst, 4)  # y1 z1
-        return context.get_dummy_value()
-    return types.void(out, i, s, k), codegen
+_put_rows8 = _rows_store(8, (8, 8, 8), "out[i .. i + 7] ← scratch rows k .. k + 7: three 32-byte stores.")
+_put_rows4 = _rows_store(4, (4, 4, 4), "out[i .. i + 3] ← scratch rows k .. k + 3: three 16-byte stores.")
+_put_rows2 = _rows_store(2, (4, 2), "out[i], out[i + 1] ← scratch rows k, k + 1: a 16-byte and an 8-byte store.")
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
