@@ -3,7 +3,9 @@ batches, triangle cage build/deform, bone boxes.
 
 In: the real assets (../shared/assets or $MMDKIT_ASSETS). Out: printed medians.
 Run: python3 benchmarks/bench_skinning.py [--repeat N]   (one core: NUMBA_NUM_THREADS=1 taskset -c 1 ...)
-     python3 benchmarks/bench_skinning.py --gpu FRAMES   (GPU skinning and 1080p frames, 1/10/100 characters)
+     python3 benchmarks/bench_skinning.py --gpu FRAMES [--poses FILE.npz]   (GPU skinning and 1080p
+         frames, 1/10/100 characters; --poses keeps the CPU-made poses in FILE and reads them back
+         when it exists, so a GPU machine need not compile the posing kernels)
 Targets: CPU skinning ≤ 0.5x saba on one core (benchmarks/compare_saba.py) and ≤ 2x the plain copy of
 the bytes it touches; Gene palette at P=13 ≪ 1 s; cage 100k vertices × 2k triangles ≈ 1 s.
 """
@@ -114,22 +116,38 @@ def synthetic_model(V, B, rng):
     return mb.build()
 
 
-def bench_gpu(frames: int, size=(1920, 1080), crowds=(1, 10, 100)):
-    """GPU skinning (transform feedback) and whole-frame rendering (4x MSAA, readback included)
-    of 1, 10, 100 Gene_light characters at 1080p, physics off (poses precomputed on the CPU)."""
-    from mmdkit.render.camera import auto_view, perspective
-    from mmdkit.render.gl import Renderer
-    from mmdkit.render.pipeline import crowd_offsets
+def gpu_poses(model, count: int, path: str | None):
+    """(count, B, 4, 4) bone_skin and (count, V, 3) vertex_offset float32 of Gene_light playing
+    wavefile_v2 frames 0..count-1, physics off; read from ``path`` when it holds as many, else
+    posed here (and written there when a path is given)."""
+    if path and os.path.exists(path):
+        with np.load(path) as z:
+            if len(z["bone_skin"]) >= count:
+                return z["bone_skin"][:count], z["vertex_offset"][:count]
     from mmdkit.runtime import Character
 
-    model = mmdkit.load(ASSETS / "gene" / "Gene_light.pmx")
-    motion = mmdkit.load(ASSETS / "wavefile" / "wavefile_v2.vmd")
-    ch = Character(model, motion, None)
+    ch = Character(model, mmdkit.load(ASSETS / "wavefile" / "wavefile_v2.vmd"), None)
     poses, morphs = [], []
-    for f in range(min(frames, 30) + 7 * max(crowds)):
+    for f in range(count):
         ch.update(f)
         poses.append(ch.bone_skin.copy())
         morphs.append(ch.vertex_offset.copy())
+    poses, morphs = np.stack(poses), np.stack(morphs)
+    if path:
+        np.savez_compressed(path, bone_skin=poses, vertex_offset=morphs)
+    return poses, morphs
+
+
+def bench_gpu(frames: int, size=(1920, 1080), crowds=(1, 10, 100), poses_file: str | None = None):
+    """GPU skinning (one compute dispatch for the whole crowd) and whole-frame rendering
+    (4x MSAA, readback included) of 1, 10, 100 Gene_light characters at 1080p, physics off
+    (poses made on the CPU beforehand, see ``gpu_poses``)."""
+    from mmdkit.render.camera import auto_view, perspective
+    from mmdkit.render.gl import Renderer
+    from mmdkit.render.pipeline import crowd_offsets
+
+    model = mmdkit.load(ASSETS / "gene" / "Gene_light.pmx")
+    poses, morphs = gpu_poses(model, min(frames, 30) + 7 * max(crowds), poses_file)
     V = model.num_vertices
     lo, hi = model.vertex_position.min(0), model.vertex_position.max(0)
     for n in crowds:
@@ -149,21 +167,21 @@ def bench_gpu(frames: int, size=(1920, 1080), crowds=(1, 10, 100)):
         t = time.perf_counter()
         for f in range(frames):
             geo.upload(skins[f % K], voffs[f % K])
-            geo.skin(ren._fbo_ms)
+            geo.skin()
         ctx.finish()
         skin_ms = (time.perf_counter() - t) / frames * 1e3
         t = time.perf_counter()
         for f in range(frames):
-            geo.skin(ren._fbo_ms)
+            geo.skin()
         ctx.finish()
-        feedback_ms = (time.perf_counter() - t) / frames * 1e3
+        compute_ms = (time.perf_counter() - t) / frames * 1e3
         t = time.perf_counter()
         for f in range(frames):
             ren.render(skins[f % K], view, proj, vertex_offset=voffs[f % K], eye_distance=dist)
         frame_ms = (time.perf_counter() - t) / frames * 1e3
-        print(f"  {n:3d} characters ({n * V:,} vertices): GPU skinning (upload + transform feedback) "
-              f"{skin_ms:7.3f} ms/frame = {n * V / (skin_ms * 1e-3) / 1e6:8.1f} M vertices/s (transform feedback "
-              f"alone {feedback_ms:7.3f} ms = {n * V / (feedback_ms * 1e-3) / 1e6:8.1f} M vertices/s); whole frame "
+        print(f"  {n:3d} characters ({n * V:,} vertices): GPU skinning (upload + compute) "
+              f"{skin_ms:7.3f} ms/frame = {n * V / (skin_ms * 1e-3) / 1e6:8.1f} M vertices/s (compute "
+              f"alone {compute_ms:7.3f} ms = {n * V / (compute_ms * 1e-3) / 1e6:8.1f} M vertices/s); whole frame "
               f"{size[0]}x{size[1]} 4x MSAA with readback {frame_ms:7.2f} ms = {1e3 / frame_ms:6.1f} frames/s", flush=True)
         ren.release()
 
@@ -173,9 +191,13 @@ def main():
     ap.add_argument("--repeat", type=int, default=300)
     ap.add_argument("--gpu", type=int, default=0, metavar="FRAMES",
                     help="only the GPU crowd measurement (1, 10, 100 characters at 1080p) over FRAMES frames")
+    ap.add_argument("--poses", metavar="FILE.npz", help="with --gpu: the CPU-made poses, kept in / read from FILE")
+    ap.add_argument("--crowds", default="1,10,100", help="with --gpu: crowd sizes, comma-separated")
+    ap.add_argument("--size", default="1920x1080", help="with --gpu: frame size WxH")
     a = ap.parse_args()
     if a.gpu:
-        bench_gpu(a.gpu)
+        bench_gpu(a.gpu, tuple(int(x) for x in a.size.split("x")), tuple(int(c) for c in a.crowds.split(",")),
+                  a.poses)
         return
     rng = np.random.default_rng(0)
 

@@ -585,3 +585,59 @@ def test_api_arguments_out_of_range_are_option_errors(ctx, tmp_path):
     with pytest.raises(OptionError, match="size: 0x10"):
         Renderer(demo_model(), (0, 10), 0, ctx=ctx)
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("name", ["Gene", "sdef-two-bone-elbow", "qdef-twist-cylinder", "mixed-deform-types"])
+def test_gpu_skinned_vertices_equal_cpu_for_every_character(ctx, assets, name):
+    """The compute pass skins each character of a crowd with its own bones and vertex morph
+    offsets, crowd offset added: read back, it equals the CPU skinner within float32 rounding."""
+    from mmdkit.skinning.cpu import CpuSkinner
+    from mmdkit.skinning.reference import random_rigid
+
+    path = assets / "gene" / "Gene.pmx" if name == "Gene" else next((assets / "fixtures").rglob(f"{name}.pmx"))
+    model = mmdkit.load(path)
+    rng = np.random.default_rng(5)
+    skins = np.stack([random_rigid(model.num_bones, rng, angle=0.6, spread=0.5) for _ in range(3)])
+    offsets = np.zeros((3, model.num_vertices, 3), np.float32)  # where vertex morphs reach, as the CPU reads them
+    offsets[:, model.vertex_morph_vertex] = rng.normal(size=(3, len(model.vertex_morph_vertex), 3)) * 0.1
+    crowd = np.float32([[-5, 0, 0], [0, 0, 2], [5, 1, 0]])
+    ren = Renderer(model, (16, 16), 0, ctx=ctx, instances=3, edges=False, ground_shadow=False)
+    ren.set_instance_offsets(crowd)
+    ren.render(skins, np.eye(4), np.eye(4), vertex_offset=offsets)
+    gpu = ren.geometry.read_skinned()
+    assert gpu.shape == (3, model.num_vertices, 2, 3)
+    pos = np.empty((model.num_vertices, 3), np.float32)
+    nrm = np.empty_like(pos)
+    for k in range(3):
+        CpuSkinner(model).skin(skins[k], offsets[k], pos, nrm)
+        reach = float(np.abs(pos).max())
+        np.testing.assert_allclose(gpu[k, :, 0], pos + crowd[k], atol=2e-6 * reach + 1e-5)
+        np.testing.assert_allclose(gpu[k, :, 1], nrm, atol=1e-4)
+
+
+def test_crowd_uv_morph_offsets_are_per_character(ctx, tmp_path):
+    """A UV morph moves the second character's quad onto the blue half of the texture; the first,
+    without the offset, stays red (UV offsets reach the shader per character, only where UV
+    morphs reach)."""
+    Image.fromarray(np.concatenate([np.full((8, 8, 3), (230, 20, 20), np.uint8),
+                                    np.full((8, 8, 3), (20, 20, 230), np.uint8)], axis=1)).save(tmp_path / "rb.png")
+    mb = ModelBuilder("uv")
+    b = mb.add_bone("root", (0, 0, 0))
+    mat = mb.add_material("m", diffuse=(1, 1, 1, 1), ambient=(0.5, 0.5, 0.5), edge=False, double_sided=True,
+                          texture="rb.png")
+    p = [[-1, -1, 0], [1, -1, 0], [1, 1, 0], [-1, 1, 0]]
+    first = mb.add_mesh(mat, p, [[0, 0, -1]] * 4, [[0.1, 0.1], [0.4, 0.1], [0.4, 0.9], [0.1, 0.9]],
+                        [[0, 2, 1], [0, 3, 2]], [b] * 4)
+    mb.add_uv_morph("blue", np.arange(first, first + 4), [[0.5, 0, 0, 0]] * 4)
+    mmdkit.save(mb.build(), tmp_path / "uv.pmx")
+    model = mmdkit.load(tmp_path / "uv.pmx")
+    ren = Renderer(model, (64, 32), 0, ctx=ctx, instances=2, edges=False, ground_shadow=False)
+    ren.set_instance_offsets([[-1.5, 0, 0], [1.5, 0, 0]])
+    uv = np.zeros((2, model.num_vertices, 4), np.float32)
+    uv[1] = 0.5 * np.float32([1, 0, 0, 0])
+    eye = np.broadcast_to(np.eye(4, dtype=np.float32), (2, model.num_bones, 4, 4))
+    img = ren.render(eye, mmd_view((0, 0, 0), (0, 0, 0), -9), perspective(30, 2.0), uv_offset=uv,
+                     light_dir=(0, 0, 1)).astype(int)
+    left, right = img[16, 16], img[16, 48]
+    assert left[0] > left[2] + 60, left
+    assert right[2] > right[0] + 60, right

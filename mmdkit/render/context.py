@@ -1,7 +1,7 @@
 """OpenGL set-up for the renderer: the headless context, shader sources and the programs.
 
 In: what the renderer was asked for (palette size, self-shadow). Out: a moderngl context
-(EGL: GPU driver or Mesa llvmpipe) and ``Programs``: the skin stage (transform feedback, or
+(EGL: GPU driver or Mesa llvmpipe) and ``Programs``: the skin stage (a compute shader, or
 skinning while drawing for palettes), the main MMD program, the flat program (edges, ground
 shadow) and the self-shadow depth program. Failures are ``UnavailableError``/``RenderError``.
 """
@@ -17,9 +17,10 @@ from mmdkit.errors import RenderError, UnavailableError
 
 
 def create_context():
-    """A standalone OpenGL 4.5 context through EGL (GPU driver or Mesa llvmpipe)."""
+    """A standalone OpenGL context of version 4.3 or later (compute shaders, storage buffers)
+    through EGL (GPU driver or Mesa llvmpipe)."""
     try:
-        return moderngl.create_standalone_context(backend="egl")
+        return moderngl.create_standalone_context(backend="egl", require=430)
     except Exception as e:  # depends on the machine
         detail = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise UnavailableError(f"no headless OpenGL (EGL) context ({detail}); install libegl1 libgl1 "
@@ -27,14 +28,15 @@ def create_context():
 
 
 def shader_source(*names: str, defines: str = "") -> str:
-    """GLSL source: '#version 330', the defines, then the named files of shaders/ in order."""
+    """GLSL source: '#version 430' (storage buffers), the defines, then the named files of
+    shaders/ in order."""
     root = resources.files("mmdkit.render").joinpath("shaders")
-    return "\n".join(["#version 330", defines] + [root.joinpath(n).read_text() for n in names])
+    return "\n".join(["#version 430", defines] + [root.joinpath(n).read_text() for n in names])
 
 
-def _program(ctx, what: str, **shaders):
+def _program(ctx, what: str, compute: str | None = None, **shaders):
     try:
-        return ctx.program(**shaders)
+        return ctx.compute_shader(compute) if compute is not None else ctx.program(**shaders)
     except Exception as e:  # a driver that cannot compile or link our GLSL
         lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
         detail = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else type(e).__name__)
@@ -43,37 +45,38 @@ def _program(ctx, what: str, **shaders):
 
 @dataclass
 class Programs:
-    """skin: the skinning stage (== main with palettes); main: MMD's shading; flat: edges and the
-    ground shadow; depth: the self-shadow map (None when off). feedback: True when every
-    character is skinned once per frame into a buffer that the other programs draw from."""
+    """skin: the skinning stage (a compute shader; == main with palettes); main: MMD's shading;
+    flat: edges and the ground shadow; depth: the self-shadow map (None when off). skins_first: True
+    when every character is skinned once per frame into a buffer that the other programs draw
+    from."""
 
     skin: object
     main: object
     flat: object
     depth: object | None
-    feedback: bool
+    skins_first: bool
 
 
 def build_programs(ctx, *, palette_size: int | None, self_shadow: bool) -> Programs:
-    """Compile the programs. Without a palette, vertices are skinned once per frame by transform
-    feedback (skin.vert with SKIN_ONLY) and drawn by draw.vert; with one, skin.vert skins while
-    drawing. Edges/ground shadow and the shadow map have their own tiny fragment stages (a CPU
+    """Compile the programs. Without a palette, every character's vertices are skinned once per
+    frame by one compute dispatch (skin.comp) and drawn by draw.vert; with one, skin.vert skins
+    while drawing. Edges/ground shadow and the shadow map have their own tiny fragment stages (a CPU
     rasteriser pays for every branch a shader has)."""
     frag = shader_source("mmd.frag", defines="#define SELF_SHADOW" if self_shadow else "")
-    feedback = not palette_size
-    if feedback:
-        skin = _program(ctx, "skinning", vertex_shader=shader_source("skin.vert", defines="#define SKIN_ONLY"),
-                        varyings=["tf_pos", "tf_nrm"])
-        vert = shader_source("pass.glsl", "draw.vert")
+    skins_first = not palette_size
+    if skins_first:
+        skin = _program(ctx, "skinning", compute=shader_source("buffers.glsl", "skinning.glsl", "skin.comp"))
+        vert = shader_source("buffers.glsl", "pass.glsl", "draw.vert")
         main = _program(ctx, "main", vertex_shader=vert, fragment_shader=frag)
     else:
-        vert = shader_source("pass.glsl", "skin.vert", defines=f"#define PALETTE {palette_size}")
+        vert = shader_source("buffers.glsl", "pass.glsl", "skinning.glsl", "skin.vert",
+                             defines=f"#define PALETTE {palette_size}")
         skin = main = _program(ctx, "main", vertex_shader=vert, fragment_shader=frag)
     flat = _program(ctx, "edge/shadow", vertex_shader=vert, fragment_shader=shader_source("flat.frag"))
     depth = _program(ctx, "self-shadow", vertex_shader=vert, fragment_shader=shader_source("depth.frag")) \
         if self_shadow else None
-    if not feedback:
+    if not skins_first:
         for prog in (main, flat, depth):
             if prog is not None:
                 prog["Palette"].binding = 0
-    return Programs(skin, main, flat, depth, feedback)
+    return Programs(skin, main, flat, depth, skins_first)

@@ -3,10 +3,13 @@
 In: a Model (uploaded once), the compiled ``Programs``, the number of characters and optional
 palette batches; per frame bone_skin (instances, B, 4, 4) float32 model space, vertex morph
 offsets (instances, V, 3) and UV morph offsets (instances, V, 4) float32.
-Out: draw calls of one material's triangles for every character with a chosen program.
+Out: draw calls of one material's triangles for every character with a chosen program: one
+instanced call per material (instance k = character k), and one compute dispatch that skins
+every character per frame.
 State: the bone texture (4 RGBA32F texels per bone, all characters stacked) or the palette
-uniform buffer, the morph/offset buffers and, with transform feedback, the skinned vertices
-(V × 6 float32 per character, one slice each).
+uniform buffer; the storage buffers the shaders index by character and vertex
+(shaders/buffers.glsl, skin.comp): morph offsets, UV offsets and, without palettes, the skinned
+vertices (V × 2 × 4 float32 per character: position, 1, normal, 0).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import moderngl
 import numpy as np
 
 _F32 = np.float32
+SKIN_GROUP = 64  # vertices per compute work group (skin.comp's local_size_x)
 
 
 def _inputs_for(prog, inputs):
@@ -25,8 +29,12 @@ def _inputs_for(prog, inputs):
         tokens = fmt.split()
         per_instance = tokens[-1].endswith("/i")
         tokens = [t.removesuffix("/i") for t in tokens]
-        kept, layout = [], []
-        for t, n in zip(tokens, names):
+        kept, layout, named = [], [], iter(names)
+        for t in tokens:
+            if t.endswith("x"):  # padding
+                layout.append(t)
+                continue
+            n = next(named)
             if n in prog:
                 kept.append(n)
                 layout.append(t)
@@ -49,18 +57,29 @@ def _material_ranges(model, palette):
     return ranges
 
 
-def _static_arrays(model, palette):
-    """(V', 22) float32 vertex attributes and (V', 5) int32 bone indices + deform type, in the
-    order the GPU reads them (the palette path duplicates vertices shared by batches)."""
+def _morph_rows(vertex_index, num_vertices: int, src):
+    """The model vertices a morph kind reaches (sorted, int64) and each GPU vertex's row among
+    them ((V',) int32, -1: none)."""
+    rows = np.unique(np.asarray(vertex_index, np.int64))
+    slot = np.full(num_vertices, -1, np.int32)
+    slot[rows] = np.arange(len(rows), dtype=np.int32)
+    return rows, slot[src]
+
+
+def _static_arrays(model, palette, morph_slot, uv_slot):
+    """(V', 24) float32 vertex attributes (position, normal, uv, weights, SDEF c/r0/r1, edge
+    scale, 2 zeros) and (V', 8) int32 (4 bone indices, deform type, vertex-morph row, UV-morph
+    row, 0), in the order the GPU reads them (the palette path duplicates vertices shared by
+    batches). Rows are whole vec4s so skin.comp loads each vertex as 6 + 2 vectors."""
     src = slice(None) if palette is None else palette.vertex_source
     bone_index = model.vertex_bone_index if palette is None else palette.vertex_palette_index
     static = np.concatenate([
         model.vertex_position.astype(_F32), model.vertex_normal.astype(_F32), model.vertex_uv.astype(_F32),
         model.vertex_bone_weight.astype(_F32), model.vertex_sdef_c.astype(_F32),
         model.vertex_sdef_r0.astype(_F32), model.vertex_sdef_r1.astype(_F32),
-        model.vertex_edge_scale.astype(_F32)[:, None]], axis=1)[src]
-    ints = np.concatenate([np.asarray(bone_index, np.int32),
-                           model.vertex_deform.astype(np.int32)[src][:, None]], axis=1)
+        model.vertex_edge_scale.astype(_F32)[:, None], np.zeros((model.num_vertices, 2), _F32)], axis=1)[src]
+    ints = np.concatenate([np.asarray(bone_index, np.int32), model.vertex_deform.astype(np.int32)[src][:, None],
+                           morph_slot[:, None], uv_slot[:, None], np.zeros((len(bone_index), 1), np.int32)], axis=1)
     return np.ascontiguousarray(static), np.ascontiguousarray(ints)
 
 
@@ -71,15 +90,19 @@ class Geometry:
         self.ctx, self.model, self.programs, self.palette = ctx, model, programs, palette
         self.instances = n = int(instances)
         self.num_bones = model.num_bones
-        self.feedback = programs.feedback
+        self.skins_first = programs.skins_first
         faces = model.face_vertex_index if palette is None else palette.face_vertex_index
         self.num_vertices = V = model.num_vertices if palette is None else len(palette.vertex_source)
         self.ranges = _material_ranges(model, palette)
-        static, ints = _static_arrays(model, palette)
+        src = slice(None) if palette is None else palette.vertex_source
+        self.morph_rows, morph_slot = _morph_rows(model.vertex_morph_vertex, model.num_vertices, src)
+        self.uv_rows, uv_slot = _morph_rows(model.uv_morph_vertex, model.num_vertices, src)
+        static, ints = _static_arrays(model, palette, morph_slot, uv_slot)
         self._vbo = ctx.buffer(static.tobytes())
         self._ibo_int = ctx.buffer(ints.tobytes())
-        self._morph = ctx.buffer(np.zeros((n, V, 3), _F32).tobytes())
-        self._uvoff = ctx.buffer(np.zeros((n, V, 4), _F32).tobytes())
+        # storage buffers 0 and 1: offsets of the vertices morphs reach, per character
+        self._morph = ctx.buffer(np.zeros((n, max(len(self.morph_rows), 1), 3), _F32).tobytes())
+        self._uvoff = ctx.buffer(np.zeros((n, max(len(self.uv_rows), 1), 4), _F32).tobytes())
         self._idx = ctx.buffer(np.ascontiguousarray(np.asarray(faces, np.int32)).tobytes())
         self._inst = ctx.buffer(reserve=n * 3 * 4)
         self.instance_offset = np.zeros((n, 3), _F32)  # (instances, 3) model space
@@ -93,46 +116,23 @@ class Geometry:
         self._build_vertex_arrays()
 
     def _build_vertex_arrays(self) -> None:
-        p, V = self.programs, self.num_vertices
+        p, ctx = self.programs, self.ctx
         inputs = [
-            (self._vbo, "3f 3f 2f 4f 3f 3f 3f 1f", "in_pos", "in_nrm", "in_uv", "in_bw", "in_c", "in_r0",
+            (self._vbo, "3f 3f 2f 4f 3f 3f 3f 1f 8x", "in_pos", "in_nrm", "in_uv", "in_bw", "in_c", "in_r0",
              "in_r1", "in_edge"),
-            (self._ibo_int, "4i 1i", "in_bi", "in_deform"),
-            (self._morph, "3f", "in_moff"),
-            (self._uvoff, "4f", "in_uvoff"),
+            (self._ibo_int, "4i 1i 1i 1i 4x", "in_bi", "in_deform", "in_morph_slot", "in_uv_slot"),
             (self._inst, "3f/i", "in_offset"),
         ]
-        if self.feedback:
-            self._skinned = self.ctx.buffer(reserve=V * 6 * 4 * self.instances)
-            self._skin_vaos = self._character_vaos(p.skin, inputs, indexed=False)
-            inputs = [(self._skinned, "3f 3f", "in_skin_pos", "in_skin_nrm")] + inputs
-        self._vaos = {"main": self._character_vaos(p.main, inputs),
-                      "flat": self._character_vaos(p.flat, inputs),
-                      "depth": [] if p.depth is None else self._character_vaos(p.depth, inputs)}
-
-    def _character_vaos(self, prog, inputs, indexed: bool = True):
-        """Vertex arrays for ``prog``: with transform feedback one per character, its per-character
-        attributes (skinned vertices, morph offsets, crowd offset) bound at that character's
-        slice; otherwise one instanced array (the palette path: a single character)."""
-        ctx, V = self.ctx, self.num_vertices
-        index = dict(index_buffer=self._idx, index_element_size=4) if indexed else {}
-        vaos = [ctx.vertex_array(prog, _inputs_for(prog, inputs), **index)]
-        if not self.feedback:
-            return vaos
-        slices = [("in_moff", self._morph, "3f", V * 12, 12, 0), ("in_uvoff", self._uvoff, "4f", V * 16, 16, 0),
-                  ("in_offset", self._inst, "3f", 12, 12, 1)]
-        if any(name == "in_skin_pos" for _, _, *names in inputs for name in names):
-            slices += [("in_skin_pos", self._skinned, "3f", V * 24, 24, 0),
-                       ("in_skin_nrm", self._skinned, "3f", V * 24, 24, 0)]
-        for k in range(1, self.instances):
-            vao = ctx.vertex_array(prog, _inputs_for(prog, inputs), **index)
-            for name, buf, fmt, step, stride, divisor in slices:
-                if name in prog:
-                    start = 12 if name == "in_skin_nrm" else 0
-                    vao.bind(prog[name].location, "f", buf, fmt, offset=k * step + start, stride=stride,
-                             divisor=divisor)
-            vaos.append(vao)
-        return vaos
+        for prog in (p.skin, p.main, p.flat, p.depth):
+            for name, value in (("u_num_vertices", self.num_vertices), ("u_num_bones", self.num_bones),
+                                ("u_morph_rows", len(self.morph_rows)), ("u_uv_rows", len(self.uv_rows))):
+                if prog is not None and name in prog:
+                    prog[name].value = value
+        if self.skins_first:
+            self._skinned = ctx.buffer(reserve=max(self.num_vertices, 1) * 32 * self.instances)  # storage buffer 2
+        index = dict(index_buffer=self._idx, index_element_size=4)
+        self._vaos = {which: ctx.vertex_array(prog, _inputs_for(prog, inputs), **index)
+                      for which, prog in (("main", p.main), ("flat", p.flat), ("depth", p.depth)) if prog is not None}
 
     # --- per frame --------------------------------------------------------------------
     def set_instance_offsets(self, offsets) -> None:
@@ -142,7 +142,9 @@ class Geometry:
 
     def upload(self, bone_skin, vertex_offset=None, uv_offset=None) -> None:
         """Bone matrices ((B,4,4) or (instances,B,4,4) float32) and morph offsets ((V,3)/(V,4)
-        for every character, or one per character; None keeps the previous frame's)."""
+        for every character, or one per character, model vertex order; None keeps the previous
+        frame's). Only the rows of vertices the model's morphs reach are sent, as the CPU skinner
+        reads only those."""
         pb, n = self.palette, self.instances
         if pb is None:
             skin = np.ascontiguousarray(np.asarray(bone_skin, _F32).reshape(-1, 4, 4).transpose(0, 2, 1))
@@ -151,38 +153,45 @@ class Geometry:
             pb.palette_matrices(np.asarray(bone_skin, _F32).reshape(-1, 4, 4), self._palette_buf)
             self._palette_buf[:] = self._palette_buf.transpose(0, 1, 3, 2)
             self._palette_ubo.bind_to_uniform_block(0)
-        for offsets, buf in ((vertex_offset, self._morph), (uv_offset, self._uvoff)):
-            if offsets is not None:
-                o = offsets if pb is None else np.asarray(offsets)[..., pb.vertex_source, :]
-                o = np.broadcast_to(np.asarray(o, _F32), (n,) + np.shape(o)[-2:])
+        for offsets, buf, rows in ((vertex_offset, self._morph, self.morph_rows), (uv_offset, self._uvoff, self.uv_rows)):
+            if offsets is not None and len(rows):
+                o = np.asarray(offsets)[..., rows, :]
+                o = np.broadcast_to(np.asarray(o, _F32), (n,) + o.shape[-2:])
                 buf.write(np.ascontiguousarray(o).tobytes())
 
-    def skin(self, fbo) -> None:
-        """Transform feedback: skin every character once into its slice of the skinned buffer
-        (nothing to do on the palette path, which skins while drawing)."""
-        if not self.feedback:
+    def skin(self) -> None:
+        """Skin every character into its slice of the skinned buffer in one compute dispatch
+        (nothing to skin on the palette path, which skins while drawing), and bind the storage
+        buffers this frame's draws read."""
+        self._morph.bind_to_storage_buffer(0)
+        self._uvoff.bind_to_storage_buffer(1)
+        if not self.skins_first:
             return
-        fbo.use()  # some framebuffer must be complete even for transform feedback
+        self._skinned.bind_to_storage_buffer(2)
+        self._vbo.bind_to_storage_buffer(3)
+        self._ibo_int.bind_to_storage_buffer(4)
+        self._inst.bind_to_storage_buffer(5)
         self.bone_tex.use(0)
-        sp, V = self.programs.skin, self.num_vertices
-        sp["u_num_bones"].value = self.num_bones
-        sp["u_bones"].value = 0
-        for k, vao in enumerate(self._skin_vaos):
-            sp["u_instance"].value = k
-            vao.transform(self._skinned, mode=moderngl.POINTS, vertices=V, buffer_offset=k * V * 24)
+        cs = self.programs.skin
+        cs["u_bones"].value = 0
+        V = self.num_vertices
+        if V:
+            cs.run(-(-V // SKIN_GROUP), self.instances)
+        self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
+
+    def read_skinned(self) -> np.ndarray:
+        """(instances, V, 2, 3) float32: this frame's skinned positions and normals (model space,
+        crowd offset included) read back from the GPU; without palettes only."""
+        return np.frombuffer(self._skinned.read(), _F32).reshape(self.instances, -1, 2, 4)[:, :self.num_vertices, :, :3]
 
     def has_faces(self, m: int) -> bool:
         return bool(self.ranges[m])
 
     def draw(self, m: int, which: str = "main") -> None:
-        """Draw material m's triangles for every character with program ``which``
-        ('main', 'flat' or 'depth')."""
-        vaos = self._vaos[which]
+        """Draw material m's triangles for every character (one instanced call per range) with
+        program ``which`` ('main', 'flat' or 'depth')."""
+        vao = self._vaos[which]
         for first, count, batch in self.ranges[m]:
             if batch >= 0:
                 self._palette_ubo.write(self._palette_buf[batch].tobytes())
-            if self.feedback:
-                for vao in vaos:
-                    vao.render(moderngl.TRIANGLES, vertices=count, first=first)
-            else:
-                vaos[0].render(moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)
+            vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)

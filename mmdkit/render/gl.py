@@ -5,7 +5,7 @@ frame bone_skin (B,4,4) or (instances,B,4,4) float32 skinning matrices (model sp
 vectors), vertex/UV morph offsets, ``MaterialValues`` after material morphs, camera view/proj
 (see ``camera``), light direction/colour and the self-shadow switch.
 Out: an (H, W, 3) uint8 RGB image read back from an MSAA framebuffer.
-Set-up lives in ``context`` (programs), ``geometry`` (buffers, skinning by transform feedback or
+Set-up lives in ``context`` (programs), ``geometry`` (buffers, skinning by a compute shader or
 palette batches), ``textures``, ``shadow``; the passes of a frame in ``passes``.
 """
 
@@ -109,7 +109,7 @@ class Renderer:
         ctx, geo, progs = self.ctx, self.geometry, self.programs
         values = materials if materials is not None else MaterialValues.of_model(self.model)
         geo.upload(bone_skin, vertex_offset, uv_offset)
-        geo.skin(self._fbo_ms)
+        geo.skin()
         ctx.front_face = "cw"  # MMD's front faces wind clockwise; the view flips z, so cw stays front
         L = np.asarray(light_dir, np.float64)
         if not (np.isfinite(L).all() and L.any()):  # a zero or broken light key: MMD's default light

@@ -1,6 +1,6 @@
-// Draw already-skinned vertices (from transform feedback): position and normal in model space.
-in vec3 in_skin_pos; in vec3 in_skin_nrm;
-
+// Draw already-skinned vertices (skin.comp's output in the Skinned buffer, instance k =
+// character k): position and normal in model space, crowd offset included.
 void main() {
-    emit(in_skin_pos, in_skin_nrm);
+    int r = 2 * (gl_InstanceID * u_num_vertices + gl_VertexID);
+    emit(skinned[r].xyz, skinned[r + 1].xyz);
 }

@@ -1,4 +1,4 @@
-// Shared by skin.vert and draw.vert: edge push, ground-shadow projection, view/projection,
+// Shared by skin.vert and draw.vert (after buffers.glsl): edge push, ground-shadow projection, view/projection,
 // and the varyings mmd.frag reads.
 uniform mat4 u_view;
 uniform mat4 u_proj;
@@ -7,7 +7,7 @@ uniform float u_edge_size;
 uniform float u_ground_shadow;  // 1 = project onto the floor (y = 0) along the light
 uniform vec3 u_light_dir;
 uniform mat4 u_light_vp;      // self-shadow map's view-projection (MMD coordinates)
-in vec2 in_uv; in vec4 in_uvoff; in float in_edge;
+in vec2 in_uv; in float in_edge; in int in_uv_slot;
 out vec3 v_nrm; out vec2 v_uv; out vec3 v_view_nrm; out vec3 v_view_pos; out vec3 v_view_light; out vec4 v_shadow;
 
 void emit(vec3 pos, vec3 nrm) {
@@ -22,7 +22,7 @@ void emit(vec3 pos, vec3 nrm) {
     v_view_nrm = mat3(u_view) * nrm;
     v_view_pos = vp.xyz;
     v_view_light = mat3(u_view) * (-u_light_dir);  // towards the light, view space
-    v_uv = in_uv + in_uvoff.xy;
+    v_uv = in_uv + uv_offset_of(gl_InstanceID, in_uv_slot).xy;
     v_shadow = u_light_vp * vec4(pos, 1.0);
     gl_Position = u_proj * vp;
 }
