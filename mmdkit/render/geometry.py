@@ -9,7 +9,8 @@ every character per frame.
 State: the bone texture (4 RGBA32F texels per bone, all characters stacked) or the palette
 uniform buffer; the storage buffers the shaders index by character and vertex
 (shaders/buffers.glsl, skin.comp): morph offsets, UV offsets and, without palettes, the skinned
-vertices (V × 2 × 4 float32 per character: position, 1, normal, 0).
+vertices (V × 2 × 4 float32 per character: position, 1, normal, 0). The morph buffers are
+orphaned before each write, so an upload does not wait for draws still reading the last frame's.
 """
 
 from __future__ import annotations
@@ -57,13 +58,18 @@ def _material_ranges(model, palette):
     return ranges
 
 
-def _morph_rows(vertex_index, num_vertices: int, src):
-    """The model vertices a morph kind reaches (sorted, int64) and each GPU vertex's row among
-    them ((V',) int32, -1: none)."""
-    rows = np.unique(np.asarray(vertex_index, np.int64))
+def morph_rows(model) -> tuple[np.ndarray, np.ndarray]:
+    """The model vertices vertex morphs reach and those UV morphs reach: sorted (M,), (U,) int64.
+    A crowd's morph offsets go to the GPU for these rows only (``Geometry.upload``)."""
+    return (np.unique(np.asarray(model.vertex_morph_vertex, np.int64)),
+            np.unique(np.asarray(model.uv_morph_vertex, np.int64)))
+
+
+def _slots(rows, num_vertices: int, src) -> np.ndarray:
+    """Each GPU vertex's row among ``rows`` ((V',) int32, -1: none)."""
     slot = np.full(num_vertices, -1, np.int32)
     slot[rows] = np.arange(len(rows), dtype=np.int32)
-    return rows, slot[src]
+    return slot[src]
 
 
 def _static_arrays(model, palette, morph_slot, uv_slot):
@@ -95,9 +101,9 @@ class Geometry:
         self.num_vertices = V = model.num_vertices if palette is None else len(palette.vertex_source)
         self.ranges = _material_ranges(model, palette)
         src = slice(None) if palette is None else palette.vertex_source
-        self.morph_rows, morph_slot = _morph_rows(model.vertex_morph_vertex, model.num_vertices, src)
-        self.uv_rows, uv_slot = _morph_rows(model.uv_morph_vertex, model.num_vertices, src)
-        static, ints = _static_arrays(model, palette, morph_slot, uv_slot)
+        self.morph_rows, self.uv_rows = morph_rows(model)
+        static, ints = _static_arrays(model, palette, _slots(self.morph_rows, model.num_vertices, src),
+                                      _slots(self.uv_rows, model.num_vertices, src))
         self._vbo = ctx.buffer(static.tobytes())
         self._ibo_int = ctx.buffer(ints.tobytes())
         # storage buffers 0 and 1: offsets of the vertices morphs reach, per character
@@ -141,23 +147,30 @@ class Geometry:
         self._inst.write(self.instance_offset.tobytes())
 
     def upload(self, bone_skin, vertex_offset=None, uv_offset=None) -> None:
-        """Bone matrices ((B,4,4) or (instances,B,4,4) float32) and morph offsets ((V,3)/(V,4)
-        for every character, or one per character, model vertex order; None keeps the previous
-        frame's). Only the rows of vertices the model's morphs reach are sent, as the CPU skinner
-        reads only those."""
+        """Bone matrices ((B,4,4) for every character, or (instances,B,4,4) float32) and morph
+        offsets ((V,3)/(V,4) in model vertex order, or only the rows ``morph_rows`` names:
+        (M,3)/(U,4); for every character, or one per character; None keeps the previous frame's).
+        Only the rows of vertices the model's morphs reach are sent, as the CPU skinner reads
+        only those; given as such rows and as float32, nothing is copied on the way."""
         pb, n = self.palette, self.instances
-        if pb is None:
-            skin = np.ascontiguousarray(np.asarray(bone_skin, _F32).reshape(-1, 4, 4).transpose(0, 2, 1))
-            self.bone_tex.write(skin.tobytes())
+        if pb is None:  # row-major as given: texel c of a bone is row c (skinning.glsl transposes)
+            skin = np.asarray(bone_skin, _F32)
+            if skin.shape != (n, self.num_bones, 4, 4):
+                skin = np.broadcast_to(skin.reshape(-1, self.num_bones, 4, 4), (n, self.num_bones, 4, 4))
+            self.bone_tex.write(np.ascontiguousarray(skin))
         else:
             pb.palette_matrices(np.asarray(bone_skin, _F32).reshape(-1, 4, 4), self._palette_buf)
             self._palette_buf[:] = self._palette_buf.transpose(0, 1, 3, 2)
             self._palette_ubo.bind_to_uniform_block(0)
         for offsets, buf, rows in ((vertex_offset, self._morph, self.morph_rows), (uv_offset, self._uvoff, self.uv_rows)):
             if offsets is not None and len(rows):
-                o = np.asarray(offsets)[..., rows, :]
-                o = np.broadcast_to(np.asarray(o, _F32), (n,) + o.shape[-2:])
-                buf.write(np.ascontiguousarray(o).tobytes())
+                o = np.asarray(offsets, _F32)
+                if o.shape[-2] != len(rows):  # model vertex order: keep the rows morphs reach
+                    o = o[..., rows, :]
+                if o.shape[:-1] != (n, len(rows)):
+                    o = np.broadcast_to(o, (n,) + o.shape[-2:])
+                buf.orphan()
+                buf.write(np.ascontiguousarray(o))
 
     def skin(self) -> None:
         """Skin every character into its slice of the skinned buffer in one compute dispatch

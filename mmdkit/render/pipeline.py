@@ -24,6 +24,7 @@ from mmdkit.errors import OptionError
 from mmdkit.physics import physics_for
 from mmdkit.runtime import Character, play, seconds_at
 from mmdkit.render.camera import auto_view, mmd_view, perspective
+from mmdkit.render.geometry import morph_rows
 from mmdkit.render.gl import Renderer
 from mmdkit.render.materials import MaterialValues
 from mmdkit.render.video import open_writer
@@ -46,21 +47,23 @@ class _Crowd:
     def __init__(self, model, motion, n: int, physics: bool, frames, frame_offset: float):
         self.model = model
         self.chars = [Character(model, motion, physics_for(model, physics)) for _ in range(n)]
+        self.rows = morph_rows(model)
         self._playing = play(self.chars, frames, offsets=[k * frame_offset for k in range(n)])
 
     def pose_next(self):
-        """The renderer's inputs for the next frame: bone_skin (N,B,4,4), vertex offsets (N,V,3),
-        UV offsets (N,V,4) float32 and the first character's MaterialValues — all copies."""
+        """The renderer's inputs for the next frame: bone_skin (N,B,4,4), vertex offsets (N,M,3)
+        and UV offsets (N,U,4) float32 of the vertices morphs reach (``morph_rows``), and the
+        first character's MaterialValues — all copies (the renderer runs on another thread)."""
         next(self._playing)
         chars = self.chars
         n = len(chars)
         skins = np.empty((n, self.model.num_bones, 4, 4), np.float32)
-        voff = np.empty((n,) + chars[0].vertex_offset.shape, np.float32)
-        uvoff = np.empty((n,) + chars[0].uv_offset.shape, np.float32)
+        voff = np.empty((n, len(self.rows[0]), 3), np.float32)
+        uvoff = np.empty((n, len(self.rows[1]), 4), np.float32)
         for k, ch in enumerate(chars):
             skins[k] = ch.bone_skin if ch.visible else 0.0  # hidden by a property key: collapsed, draws nothing
-            voff[k] = ch.vertex_offset
-            uvoff[k] = ch.uv_offset
+            np.take(ch.vertex_offset, self.rows[0], axis=0, out=voff[k])
+            np.take(ch.uv_offset, self.rows[1], axis=0, out=uvoff[k])
         return skins, voff, uvoff, MaterialValues.of_character(chars[0])
 
 

@@ -1,6 +1,6 @@
 // Skinning of one vertex, shared by skin.comp (every character at once, into the Skinned
 // buffer) and skin.vert (the palette path, skinning while drawing): bone matrices from a float
-// texture (4 texels per bone, column-major, character k's bones from row k * u_num_bones) or,
+// texture (4 texels per bone, its rows, character k's bones from row k * u_num_bones) or,
 // with PALETTE, a uniform block; BDEF1/2/4 linear blend, SDEF (MMD's formula), QDEF
 // dual-quaternion blend. Positions and normals in model space.
 #ifdef PALETTE
@@ -11,8 +11,8 @@ uniform sampler2D u_bones;
 uniform int u_num_bones;
 mat4 bone(int character, int i) {
     int row = character * u_num_bones + i;
-    return mat4(texelFetch(u_bones, ivec2(0, row), 0), texelFetch(u_bones, ivec2(1, row), 0),
-                texelFetch(u_bones, ivec2(2, row), 0), texelFetch(u_bones, ivec2(3, row), 0));
+    return transpose(mat4(texelFetch(u_bones, ivec2(0, row), 0), texelFetch(u_bones, ivec2(1, row), 0),
+                          texelFetch(u_bones, ivec2(2, row), 0), texelFetch(u_bones, ivec2(3, row), 0)));
 }
 #endif
 
