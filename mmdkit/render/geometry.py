@@ -24,7 +24,8 @@ SKIN_GROUP = 64  # vertices per compute work group (skin.comp's local_size_x)
 
 def _inputs_for(prog, inputs):
     """The vertex-array content for ``prog``: attributes it does not read become padding (so no
-    GL call names a missing attribute), buffers it reads nothing from are left out."""
+    GL call names a missing attribute; padding tokens like '8x' stay as they are), buffers it
+    reads nothing from are left out."""
     out = []
     for buf, fmt, *names in inputs:
         tokens = fmt.split()
@@ -98,7 +99,7 @@ class Geometry:
         self.num_bones = model.num_bones
         self.skins_first = programs.skins_first
         faces = model.face_vertex_index if palette is None else palette.face_vertex_index
-        self.num_vertices = V = model.num_vertices if palette is None else len(palette.vertex_source)
+        self.num_vertices = model.num_vertices if palette is None else len(palette.vertex_source)
         self.ranges = _material_ranges(model, palette)
         src = slice(None) if palette is None else palette.vertex_source
         self.morph_rows, self.uv_rows = morph_rows(model)
