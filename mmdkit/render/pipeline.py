@@ -47,24 +47,28 @@ class _Crowd:
     def __init__(self, model, motion, n: int, physics: bool, frames, frame_offset: float):
         self.model = model
         self.chars = [Character(model, motion, physics_for(model, physics)) for _ in range(n)]
-        self.rows = morph_rows(model)
         self._playing = play(self.chars, frames, offsets=[k * frame_offset for k in range(n)])
+        self.rows = morph_rows(model)
+        # two sets of outputs, filled in turn: the renderer draws from one while the next frame
+        # is posed into the other (``_draw_frames``)
+        self._outputs = [(np.empty((n, model.num_bones, 4, 4), np.float32),
+                          np.empty((n, len(self.rows[0]), 3), np.float32),
+                          np.empty((n, len(self.rows[1]), 4), np.float32)) for _ in range(2)]
+        self._turn = 0
 
     def pose_next(self):
         """The renderer's inputs for the next frame: bone_skin (N,B,4,4), vertex offsets (N,M,3)
         and UV offsets (N,U,4) float32 of the vertices morphs reach (``morph_rows``), and the
-        first character's MaterialValues — all copies (the renderer runs on another thread)."""
+        first character's MaterialValues. The arrays stay valid until the call after next (the
+        renderer runs on another thread)."""
         next(self._playing)
-        chars = self.chars
-        n = len(chars)
-        skins = np.empty((n, self.model.num_bones, 4, 4), np.float32)
-        voff = np.empty((n, len(self.rows[0]), 3), np.float32)
-        uvoff = np.empty((n, len(self.rows[1]), 4), np.float32)
-        for k, ch in enumerate(chars):
+        skins, voff, uvoff = self._outputs[self._turn]
+        self._turn ^= 1
+        for k, ch in enumerate(self.chars):
             skins[k] = ch.bone_skin if ch.visible else 0.0  # hidden by a property key: collapsed, draws nothing
             np.take(ch.vertex_offset, self.rows[0], axis=0, out=voff[k])
             np.take(ch.uv_offset, self.rows[1], axis=0, out=uvoff[k])
-        return skins, voff, uvoff, MaterialValues.of_character(chars[0])
+        return skins, voff, uvoff, MaterialValues.of_character(self.chars[0])
 
 
 class _Shots:
