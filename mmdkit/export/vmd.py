@@ -329,7 +329,7 @@ def baked_motion(baked, motion=None, *, reduce=None, reduce_physics=None, warn=p
         share = error_budget(model, moving, tol, driven=baked.bone_driven, physics_tol=tol2)
         reduce_keys(baked.frames, key_t, key_q, share, bone_reach(model), MAX_SPAN, keep, curve)
     keep &= moving[None]
-    fi, bi = np.nonzero(keep.T)[1], np.nonzero(keep.T)[0]  # grouped by bone, frames ascending
+    bi, fi = np.nonzero(keep.T)  # grouped by bone, frames ascending
     names = tuple(model.bone_name[b] for b in np.nonzero(moving)[0])
     track_of = np.full(B, -1, np.int32)
     track_of[moving] = np.arange(len(names))

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
+
 def csr_rows(rows) -> tuple[np.ndarray, np.ndarray]:
     """Rows of ints → CSR start (R+1,) int32 and flat (sum,) int32."""
     start = np.zeros(len(rows) + 1, np.int32)
     start[1:] = np.cumsum([len(r) for r in rows])
     flat = np.array([x for r in rows for x in r], np.int32)
     return start, flat
-
 
 
 IK_LANES = 8  # most solvers in a lane group (ik_lanes.LANES)
@@ -77,6 +77,7 @@ def ik_lane_groups(ik: dict, ik_bone, parent, append_parent, bone_ik, passes) ->
         reads.append(r - {-1})
         writes.append(w)
     members: list[list[int]] = []
+    shape_of: dict[int, tuple] = {}  # solver → its _lane_shape
     for bones in passes:
         events = []  # per position: (reads, writes) of evaluating the bone there, its solver included
         for b in bones.tolist():
@@ -91,6 +92,7 @@ def ik_lane_groups(ik: dict, ik_bone, parent, append_parent, bone_ik, passes) ->
             s = _lane_shape(ik, k, int(b)) if k >= 0 else None
             if s is None:
                 continue
+            shape_of[k] = s
             fits = (current and len(current) < IK_LANES and s[0] == shape[0]
                     and all(x == y for x, y in zip(s[1], shape[1])))
             if fits:
@@ -114,7 +116,7 @@ def ik_lane_groups(ik: dict, ik_bone, parent, append_parent, bone_ik, passes) ->
     for g, m in enumerate(members):
         group[m] = g
         rows.append(max(int(ik["ik_path_start"][k + 1] - ik["ik_path_start"][k]) for k in m))
-        link_rows.append(list(max((_lane_shape(ik, k, int(ik_bone[k]))[1] for k in m), key=len)))
+        link_rows.append(list(max((shape_of[k][1] for k in m), key=len)))
     gs, gm = csr_rows(members)
     ls, lr = csr_rows(link_rows)
     return dict(ik_group=group, ik_group_start=gs, ik_group_solver=gm,

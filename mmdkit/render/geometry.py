@@ -132,7 +132,8 @@ class Geometry:
         ]
         for prog in (p.skin, p.main, p.flat, p.depth):
             for name, value in (("u_num_vertices", self.num_vertices), ("u_num_bones", self.num_bones),
-                                ("u_morph_rows", len(self.morph_rows)), ("u_uv_rows", len(self.uv_rows))):
+                                ("u_morph_rows", len(self.morph_rows)), ("u_uv_rows", len(self.uv_rows)),
+                                ("u_bones", 0)):  # the bone texture's unit
                 if prog is not None and name in prog:
                     prog[name].value = value
         if self.skins_first:
@@ -154,14 +155,13 @@ class Geometry:
         Only the rows of vertices the model's morphs reach are sent, as the CPU skinner reads
         only those; given as such rows and as float32, nothing is copied on the way."""
         pb, n = self.palette, self.instances
-        if pb is None:  # row-major as given: texel c of a bone is row c (skinning.glsl transposes)
+        if pb is None:  # row-major as given (texel c of a bone is row c; the palette block is row_major)
             skin = np.asarray(bone_skin, _F32)
             if skin.shape != (n, self.num_bones, 4, 4):
                 skin = np.broadcast_to(skin.reshape(-1, self.num_bones, 4, 4), (n, self.num_bones, 4, 4))
             self.bone_tex.write(np.ascontiguousarray(skin))
         else:
-            pb.palette_matrices(np.asarray(bone_skin, _F32).reshape(-1, 4, 4), self._palette_buf)
-            self._palette_buf[:] = self._palette_buf.transpose(0, 1, 3, 2)
+            pb.palette_matrices(np.asarray(bone_skin, _F32).reshape(-1, 4, 4), self._palette_buf)  # row-major
             self._palette_ubo.bind_to_uniform_block(0)
         for offsets, buf, rows in ((vertex_offset, self._morph, self.morph_rows), (uv_offset, self._uvoff, self.uv_rows)):
             if offsets is not None and len(rows):
@@ -186,11 +186,9 @@ class Geometry:
         self._ibo_int.bind_to_storage_buffer(4)
         self._inst.bind_to_storage_buffer(5)
         self.bone_tex.use(0)
-        cs = self.programs.skin
-        cs["u_bones"].value = 0
         V = self.num_vertices
         if V:
-            cs.run(-(-V // SKIN_GROUP), self.instances)
+            self.programs.skin.run(-(-V // SKIN_GROUP), self.instances)
         self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
 
     def read_skinned(self) -> np.ndarray:
@@ -207,5 +205,5 @@ class Geometry:
         vao = self._vaos[which]
         for first, count, batch in self.ranges[m]:
             if batch >= 0:
-                self._palette_ubo.write(self._palette_buf[batch].tobytes())
+                self._palette_ubo.write(self._palette_buf[batch])
             vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)

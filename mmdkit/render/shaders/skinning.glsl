@@ -4,7 +4,7 @@
 // with PALETTE, a uniform block; BDEF1/2/4 linear blend, SDEF (MMD's formula), QDEF
 // dual-quaternion blend. Positions and normals in model space.
 #ifdef PALETTE
-layout(std140) uniform Palette { mat4 palette[PALETTE]; };
+layout(std140, row_major) uniform Palette { mat4 palette[PALETTE]; };  // as given, like the texture
 mat4 bone(int character, int i) { return palette[i]; }
 #else
 uniform sampler2D u_bones;
