@@ -4,14 +4,17 @@ never hangs, never allocates from a lie, and reads every valid file."""
 from __future__ import annotations
 
 import os
+import struct
 import threading
 
 import numpy as np
 import pytest
 
 import mmdkit
+from mmdkit.animation.builder import MotionBuilder
 from mmdkit.errors import FormatError
 from mmdkit.formats.pmx import read_pmx, write_pmx
+from mmdkit.formats.vmd import write_vmd
 from mmdkit.model.build import build_model
 from mmdkit.model.builder import ModelBuilder
 
@@ -130,3 +133,83 @@ def test_vpd_non_finite_value_is_a_format_error():
         with pytest.raises(FormatError, match="not finite") as e:
             read_vpd(vpd, "inf.vpd")
         assert e.value.section == "bones" and e.value.offset == len(VPD_HEAD.format(count=1))
+
+
+# --- huge finite values (issue #23): refused like NaN, one line naming the file and section ----------
+
+MARK = struct.pack("<3f", 1.25, 2.5, 3.75)  # a position no other float of the file holds
+FLT_MAX = struct.pack("<3f", 0.0, 0.0, -3.4028234663852886e38)
+
+
+def _physics_model():
+    mb = ModelBuilder("bodies")
+    mb.add_bone("root", (0, 0, 0))
+    mb.add_bone("hair", (0, 0, 0), parent=0)  # PMD stores body positions relative to the bone
+    mb.add_rigid_body("hair", 1, "sphere", (1.0, 0, 0), (1.25, 2.5, 3.75), mode=1)
+    return mb.build()
+
+
+@pytest.mark.parametrize("suffix", [".pmd", ".pmx"])
+def test_model_with_a_rigid_body_at_flt_max_is_refused(tmp_path, mmdkit_cli, suffix):
+    from mmdkit.formats.pmd import write_pmd
+
+    data = (write_pmd if suffix == ".pmd" else write_pmx)(_physics_model())
+    assert data.count(MARK) == 1
+    path = tmp_path / f"huge{suffix}"
+    path.write_bytes(data.replace(MARK, FLT_MAX))
+    with pytest.raises(FormatError) as e:
+        mmdkit.load(path)
+    assert e.value.section == "rigid_body_position" and "beyond ±1e+06 MMD units" in str(e.value)
+    assert "rigid body 'hair'" in str(e.value)
+    motion = tmp_path / "m.vmd"
+    motion.write_bytes(write_vmd(MotionBuilder().build()))
+    code, out, err = mmdkit_cli("pose", path, motion, "--physics", "--frames", "0:3", "-o", tmp_path / "o.npz")
+    assert code == 2 and not (tmp_path / "o.npz").exists()
+    assert err.count("\n") == 1 and str(path) in err and "rigid_body_position" in err
+
+
+def test_model_values_just_inside_the_bounds_are_read():
+    mb = ModelBuilder("edge")
+    mb.add_bone("root", (0, 9.9e5, 0))
+    mb.add_rigid_body("b", 0, "box", (9.9e5, 1, 1), (0, -9.9e5, 0), mass=9e8)
+    assert build_model(mb.fields()).num_rigid_bodies == 1
+    f = mb.fields()
+    f["joint_spring_translation"] = np.full((0, 3), 2e9, np.float32)  # empty: nothing to refuse
+    build_model(f)
+    f = mb.fields()
+    f["rigid_body_mass"] = np.array([2e9], np.float32)
+    with pytest.raises(FormatError, match=r"rigid_body_mass.*row 0: value 2000000000.0 is beyond ±1e\+09"):
+        build_model(f)
+
+
+def test_vmd_center_translation_at_flt_max_is_refused(tmp_path, mmdkit_cli):
+    mb = MotionBuilder()
+    mb.add_bone_key("センター", 0, translation=(1.25, 2.5, 3.75))
+    mb.add_bone_key("センター", 10)
+    data = write_vmd(mb.build())
+    assert data.count(MARK) == 1
+    path = tmp_path / "huge.vmd"
+    path.write_bytes(data.replace(MARK, struct.pack("<3f", 3.4e38, 0, 0)))
+    with pytest.raises(FormatError) as e:
+        mmdkit.load(path)
+    assert e.value.section == "bone_key_translation"
+    assert "bone 'センター', frame 0" in str(e.value) and "beyond ±1e+06 MMD units" in str(e.value)
+    model = tmp_path / "m.pmx"
+    model.write_bytes(write_pmx(_physics_model()))
+    code, out, err = mmdkit_cli("pose", model, path, "--frames", "0:2", "-o", tmp_path / "o.npz")
+    assert code == 2 and err.count("\n") == 1 and str(path) in err and "bone_key_translation" in err
+    with pytest.raises(FormatError, match="morph_key_weight"):
+        bad = MotionBuilder()
+        bad.add_morph_key("あ", 0, 5e6)
+        bad.build()
+
+
+def test_vpd_huge_translation_is_a_format_error():
+    from mmdkit.formats.vpd import read_vpd
+
+    vpd = (VPD_HEAD.format(count=1) + VPD_BONE.replace("0,1,0;", "0,2e38,0;")).encode("cp932")
+    with pytest.raises(FormatError, match=r"Bone0 'センター'.*beyond ±1e\+06 MMD units") as e:
+        read_vpd(vpd, "big.vpd")
+    assert e.value.section == "bones"
+    ok = (VPD_HEAD.format(count=1) + VPD_BONE.replace("0,1,0;", "0,9e5,0;")).encode("cp932")
+    assert read_vpd(ok, "ok.vpd").bone_translation[0, 1] == pytest.approx(9e5)

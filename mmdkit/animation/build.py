@@ -3,9 +3,10 @@
 In: a dict keyed by ``Motion`` field names (from the VMD reader or ``MotionBuilder``); missing
 arrays default to empty (``bone_key_physics`` is derived from the interpolation blocks). Out: a
 ``Motion`` whose arrays have the documented dtype/shape, are C-contiguous and read-only, whose
-track indices and property-key ranges are checked and whose float values are finite
-(``BuildError`` naming the field, key, track and frame otherwise). Bone key rotations of zero
-length become identity and those far from unit length are normalised, each with a warning.
+track indices and property-key ranges are checked and whose float values are finite and within
+±1e6 (``MAX_COORDINATE``; ``BuildError`` naming the field, key, track and frame otherwise). Bone key
+rotations of zero length become identity and those far from unit length are normalised, each
+with a warning.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import numpy as np
 from mmdkit.animation.curves import bone_key_physics
 from mmdkit.animation.motion import Motion, freeze
 from mmdkit.errors import BuildError
-from mmdkit.model.build import check_index, check_starts
+from mmdkit.model.build import (MAX_COORDINATE, MAX_NUMBER, bound_detail, check_index, check_starts,
+                                first_out_of_bounds)
 
 # field -> (dtype, trailing shape, count field: the array whose length is the key count)
 _SPEC: dict[str, tuple] = {
@@ -105,19 +107,22 @@ def _conform_names(f: dict, path: str) -> None:
 
 
 def _check_finite(f: dict, path: str) -> None:
-    """``BuildError`` naming the first key (index, track, frame) holding NaN or infinity."""
+    """``BuildError`` naming the first key (index, track, frame) holding NaN, infinity or a value
+    beyond ±MAX_COORDINATE (1e6: translations, camera positions and distances, morph weights and
+    every other float; rotations are normalised afterwards, so they are only bounded by MAX_NUMBER)."""
     for key, (track_key, track_names) in _FINITE.items():
         a = f[key]
-        bad = ~np.isfinite(a)
-        if not bad.any():
+        bound = MAX_NUMBER if key == "bone_key_rotation" else MAX_COORDINATE
+        i = first_out_of_bounds(a, bound)
+        if i is None:
             continue
-        i = int(np.flatnonzero(bad.reshape(len(a), -1).any(axis=1))[0])
         if track_key is None:
             owner = track_names
         else:
             owner = f"{track_names.split('_')[0]} {f[track_names][int(f[track_key][i])]!r}"
         frame = int(f[key.split("_key_")[0] + "_key_frame"][i])
-        raise BuildError(f"key {i} ({owner}, frame {frame}): value {a[i].tolist()} is not finite",
+        unit = " MMD units" if key in ("bone_key_translation", "camera_key_position", "camera_key_distance") else ""
+        raise BuildError(f"key {i} ({owner}, frame {frame}): {bound_detail(a[i], bound, unit)}",
                          path=path, section=key)
 
 

@@ -3,7 +3,8 @@
 In (read): the bytes of a .vpd file. Out: a frozen ``Pose`` (P bones: translation (P, 3)
 float32, rotation (P, 4) float32 xyzw; Q morphs: weight (Q,) float32). Text is cp932, with a
 UTF-8 fallback; ``//`` comments are ignored. A bone count that disagrees with the blocks found
-is a warning. The original bytes are kept and written back when the pose is unchanged.
+is a warning; NaN, infinity and magnitudes beyond 1e6 (translations, weights) or 1e9 (rotation
+components) are refused. The original bytes are kept and written back when the pose is unchanged.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 
 from mmdkit.animation.motion import Pose, freeze
 from mmdkit.errors import FormatError
+from mmdkit.model.build import MAX_COORDINATE, MAX_NUMBER
 from mmdkit.text import decode_document, encode_cp932
 
 MAGIC = "Vocaloid Pose Data file"
@@ -59,9 +61,16 @@ def read_vpd(data: bytes, path: str = "") -> Pose:
                               section="bones" if kind == "Bone" else "morphs", offset=byte_at(m.start()))
         v = [float(x) for x in vals]
         with np.errstate(over="ignore"):
-            finite = np.isfinite(np.array(v, np.float32)).all()
-        if not finite:  # as build_model / build_motion refuse NaN and inf in the other formats
-            raise FormatError(f"{kind}{m.group(2)} {name!r}: value {v} is not finite", path=path,
+            as_f32 = np.array(v, np.float32)
+        # as build_model / build_motion refuse NaN, inf and huge values in the other formats
+        bounds = np.array([MAX_COORDINATE] * 3 + [MAX_NUMBER] * 4 if kind == "Bone" else [MAX_COORDINATE])
+        bad = ~(np.abs(as_f32) <= bounds)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            unit = " MMD units" if kind == "Bone" and j < 3 else ""
+            detail = (f"value {v} is not finite" if not np.isfinite(as_f32).all()
+                      else f"value {v} is beyond ±{bounds[j]:g}{unit}")
+            raise FormatError(f"{kind}{m.group(2)} {name!r}: {detail}", path=path,
                               section="bones" if kind == "Bone" else "morphs", offset=byte_at(m.start()))
         if kind == "Bone":
             bones.append(name)

@@ -2,7 +2,8 @@
 
 In: a dict keyed by ``Model`` field names (from a format reader or ``ModelBuilder``); missing
 arrays default to empty/neutral. Out: ``Model`` whose arrays have the documented dtype/shape,
-are C-contiguous and read-only. Every index is range-checked and every float is finite here
+are C-contiguous and read-only. Every index is range-checked and every float is finite and bounded
+(±MAX_COORDINATE = 1e6 MMD units for positions and sizes, ±MAX_NUMBER = 1e9 otherwise) here
 (``BuildError`` naming the field, row and value) so later stages can trust them.
 """
 
@@ -285,16 +286,49 @@ def _check_morphs(f, counts, path) -> None:
     _check(f, "impulse_morph_rigid_body", 0, R, path, "rigid body index")
 
 
+#: Largest magnitude of a position, translation, offset or size, in MMD units (~80 km): bigger
+#: finite values (3.4e38 from a corrupt file) overflow float32 once squared and pose as NaN/inf.
+MAX_COORDINATE = 1e6
+#: Largest magnitude of every other float a model or motion holds (masses, springs, angles,
+#: weights, colours, UVs); real springs reach 1e5.
+MAX_NUMBER = 1e9
+COORDINATE_FIELDS = frozenset({
+    "vertex_position", "vertex_sdef_c", "vertex_sdef_r0", "vertex_sdef_r1", "vertex_morph_offset",
+    "bone_position", "bone_tail_offset", "bone_morph_translation", "rigid_body_size", "rigid_body_position",
+    "joint_position", "joint_translation_lower", "joint_translation_upper"})
+
+
+def first_out_of_bounds(a: np.ndarray, bound: float) -> int | None:
+    """Row index of ``a`` (n, ...) holding the first NaN, infinity or value beyond ±``bound``; None if none."""
+    ok = np.abs(a) <= bound  # False for NaN
+    if ok.all():
+        return None
+    return int(np.flatnonzero(~ok.reshape(len(a), -1).all(axis=1))[0])
+
+
+def bound_detail(value, bound: float, unit: str = "") -> str:
+    """'value [..] is not finite' or 'value [..] is beyond ±1e+06 MMD units' for a refused row."""
+    v = np.asarray(value, np.float64)
+    if not np.isfinite(v).all():
+        return f"value {np.asarray(value).tolist()} is not finite"
+    return f"value {np.asarray(value).tolist()} is beyond ±{bound:g}{unit}"
+
+
 def _check_finite(f, path) -> None:
-    """``BuildError`` naming the field, row and item of the first NaN or infinity in a float field."""
+    """``BuildError`` naming the field, row and item of the first NaN, infinity or value out of
+    bounds (±MAX_COORDINATE MMD units for positions and sizes, ±MAX_NUMBER otherwise)."""
     for key, (dtype, _, sym) in _SPEC.items():
-        a = f[key]
-        if dtype != np.float32 or np.isfinite(a).all():
+        if dtype != np.float32:
             continue
-        i = int(np.flatnonzero(~np.isfinite(a.reshape(len(a), -1)).all(axis=1))[0])
+        coordinate = key in COORDINATE_FIELDS
+        bound = MAX_COORDINATE if coordinate else MAX_NUMBER
+        a = f[key]
+        i = first_out_of_bounds(a, bound)
+        if i is None:
+            continue
         names = _NAME_OF.get(sym)
         item = f" ({names.split('_name')[0].replace('_', ' ')} {f[names][i]!r})" if names else ""
-        raise _err(f"value {a[i].tolist()} is not finite{item}", path, key, i)
+        raise _err(bound_detail(a[i], bound, " MMD units" if coordinate else "") + item, path, key, i)
 
 
 def _check_display_frames(f, counts, path) -> None:
