@@ -21,6 +21,8 @@ from mmdkit.formats import ASSIMP_EXTENSIONS as EXTENSIONS  # what mmdkit.load r
 from mmdkit.formats.gltf import (GltfAnimation, GltfAsset, GltfChannel, GltfImage, GltfMaterial, GltfMesh,
                                  GltfPrimitive, GltfSkin, trs_matrices, world_matrices)
 from mmdkit.formats.io import read_bytes
+from mmdkit.importers import assimp_process
+from mmdkit.importers.assimp_checks import check_numbers, check_x_skin_weights
 from mmdkit.importers.clips import Clips
 from mmdkit.importers.scene import MMD_UNITS_PER_METRE, import_scene, quaternions_from_rotations
 from mmdkit.model.model import Model
@@ -59,13 +61,15 @@ def _bridge():
 def read_assimp_raw(data: bytes | None, path: str) -> dict:
     """The bridge's scene dict for ``path`` (read from disk when it is a file, so external files
     beside it resolve; else from ``data``); ``FormatError`` with Assimp's message otherwise."""
-    bridge = _bridge()
+    bridge = _bridge().__file__
     if str(path).lower().endswith(".x"):
-        _check_x_skin_weights(read_bytes(path) if data is None else data, path)
+        check_x_skin_weights(read_bytes(path) if data is None else data, path)
     try:
         if path and os.path.isfile(path):
-            return dict(bridge.load(str(path)), warnings=[])
-        return dict(bridge.load(str(path), data), warnings=[])
+            return dict(assimp_process.load(bridge, str(path), None), warnings=[])
+        return dict(assimp_process.load(bridge, str(path), data), warnings=[])
+    except FormatError:  # Assimp crashed, hung or ran out of memory
+        raise
     except ValueError as e:
         detail = " ".join(str(e).split()) or "Assimp could not read it"
         if str(path).lower().endswith(".dae") and detail.startswith("Cannot parse string"):
@@ -73,33 +77,14 @@ def read_assimp_raw(data: bytes | None, path: str) -> dict:
         raise FormatError(f"Assimp: {detail}", path=str(path)) from None
 
 
-_X_MESH = re.compile(rb"Mesh\s+[^{\s]*\s*\{\s*(\d+)\s*;")
-_X_SKIN = re.compile(rb'SkinWeights\s*\{\s*"([^"]*)"\s*;\s*(\d+)\s*;')
-_X_SEPARATORS = bytes.maketrans(b",;", b"  ")
-
-
-def _check_x_skin_weights(data: bytes, path: str) -> None:
-    """Text .x files whose SkinWeights name a vertex their mesh lacks crash Assimp 5.2's X reader
-    (a heap overflow: malformed_skinweights_oob.x); refuse them before Assimp sees them."""
-    if not data.startswith(b"xof ") or data[8:12] != b"txt ":
-        return
-    meshes = [(m.start(), int(m.group(1))) for m in _X_MESH.finditer(data)]
-    for w in _X_SKIN.finditer(data):
-        owner = [n for start, n in meshes if start < w.start()]
-        count = int(w.group(2))
-        text = data[w.end():w.end() + 24 * count + 64].translate(_X_SEPARATORS).decode("ascii", "replace")
-        ids = np.array(text.split()[:count], dtype=np.float64) if count else np.zeros(0)
-        if owner and len(ids) and ids.max() >= owner[-1]:
-            raise FormatError(f"SkinWeights of bone {w.group(1).decode(errors='replace')!r} name vertex "
-                              f"{int(ids.max())} of a mesh of {owner[-1]} vertices", path=str(path))
-
-
-def _collada_retry(bridge, data: bytes | None, path: str, detail: str) -> dict:
+def _collada_retry(bridge: str, data: bytes | None, path: str, detail: str) -> dict:
     """Assimp 5.2's COLLADA reader fails on numbers after leading blanks (``<color>  0.0 …``,
     library_animation_clips.dae): read again with the blanks after each tag removed."""
     text = re.sub(rb">[ \t\r\n]+", b">", read_bytes(path) if data is None else data)
     try:
-        raw = bridge.load(str(path), text)
+        raw = assimp_process.load(bridge, str(path), text)
+    except FormatError:
+        raise
     except ValueError:
         raise FormatError(f"Assimp: {detail}", path=str(path)) from None
     return dict(raw, warnings=["read again without the blanks after tags (Assimp 5.2's COLLADA reader "
@@ -404,6 +389,7 @@ def assimp_asset(raw: dict, path: str = "") -> GltfAsset:
     warnings = list(raw.get("warnings", ()))
     if not raw["meshes"]:
         raise FormatError("no meshes to draw or pose (Assimp read only a node hierarchy)", path=path)
+    check_numbers(raw, path)
     _add_missing_bones(raw, warnings)
     names = tuple(raw["nodes"]["name"])
     node_index = _find_node(names)
