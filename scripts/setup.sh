@@ -46,4 +46,5 @@ if [ ! -d tools/gltf_validator/node_modules ]; then
   echo "setup: installing the glTF validator (npm ci --prefix tools/gltf_validator)"
   npm ci --prefix tools/gltf_validator --no-audit --no-fund >/dev/null
 fi
+[ -d tools/threejs/node_modules ] || npm ci --prefix tools/threejs --no-audit --no-fund >/dev/null  # three.js loaders (export tests)
 echo "setup: done — try 'mmdkit --help'"

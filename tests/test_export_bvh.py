@@ -1,5 +1,10 @@
 """BVH export: re-read the text with an independent parser + FK and compare joint world positions
-with the engine's (right-handed: Z negated, scaled) within 1e-3 units; Assimp re-reads it when present."""
+with the engine's (right-handed: Z negated, scaled) within 1e-3 units; three.js's BVHLoader (Node,
+tools/threejs) and Assimp re-read it and must place every joint the same.
+
+Readers disagree on position channels under a non-zero OFFSET (three.js adds the OFFSET, Blender
+and Assimp replace it), so the parser here refuses that case: every joint with position channels
+must have OFFSET 0 0 0, where both readings agree."""
 
 from __future__ import annotations
 
@@ -10,10 +15,13 @@ import subprocess
 import numpy as np
 import pytest
 
+import json
+from pathlib import Path
+
 import mmdkit
 from mmdkit.errors import OptionError
 from mmdkit.export import bake, export
-from mmdkit.export.bvh import ROOT_NAME, bvh_names, write
+from mmdkit.export.bvh import POSITION_TOLERANCE, ROOT_NAME, TRANSLATION_SUFFIX, bvh_names, write
 from mmdkit.export.humanoid import joint_set
 
 
@@ -62,6 +70,8 @@ def read_bvh(path: str):
             i += 1
         else:
             i += 1
+    for j, ch in enumerate(channels):  # the one layout every reader reads the same
+        assert not any(c.endswith("position") for c in ch) or not offset[j].any(), (joints[j], offset[j])
     frames = int(tokens[i + 2])
     frame_time = float(tokens[i + 5])
     values = np.array(tokens[i + 6:], float).reshape(frames, -1)
@@ -87,11 +97,20 @@ def read_bvh(path: str):
     return joints, world_p, frame_time
 
 
+def check_names(names, js) -> list[str]:
+    """The BVH's joint names are the joint set's, ROOT_NAME and translation joints of its joints;
+    returns the joint set's names in its order."""
+    want = bvh_names(js)
+    extra = set(names) - set(want)
+    assert extra <= {ROOT_NAME} | {n + TRANSLATION_SUFFIX for n in want}, sorted(extra)[:5]
+    assert len(names) == len(set(names)) and set(want) <= set(names)
+    return want
+
+
 def world_by_joint(path: str, js):
     """FK world positions (F,J,3) of the BVH at ``path`` in the order of the joint set ``js``."""
     names, world, frame_time = read_bvh(path)
-    assert sorted(n for n in names if n != ROOT_NAME) == sorted(bvh_names(js))
-    return world[:, [names.index(n) for n in bvh_names(js)]], names, frame_time
+    return world[:, [names.index(n) for n in check_names(names, js)]], names, frame_time
 
 
 @pytest.fixture(scope="module")
@@ -189,12 +208,13 @@ def read_assimp(path: str, workdir) -> dict:
     return world
 
 
-def test_bvh_reads_the_same_in_assimp_when_installed(gene_baked, tmp_path):
+@pytest.mark.parametrize("joints", ["humanoid", "all"])
+def test_bvh_reads_the_same_in_assimp_when_installed(gene_baked, tmp_path, joints):
     """Assimp (optional: `apt-get install assimp-utils`) re-reads the BVH; its joint positions
     are the engine's within 1e-3 units. Without the `assimp` command only our own FK checks it."""
     path = str(tmp_path / "gene.bvh")
-    write(gene_baked, path, joints="humanoid")
-    js = joint_set(gene_baked.model, "humanoid")
+    write(gene_baked, path, joints=joints)
+    js = joint_set(gene_baked.model, joints)
     engine = gene_baked.bone_world_position[:, js.joint_bone] * np.array([1, 1, -1])
     world, _, _ = world_by_joint(path, js)
     assert np.abs(world - engine).max() < 1e-3
@@ -204,3 +224,53 @@ def test_bvh_reads_the_same_in_assimp_when_installed(gene_baked, tmp_path):
     by_name = read_assimp(path, tmp_path)
     for j, name in enumerate(bvh_names(js)):
         assert np.abs(by_name[name] - engine[:, j]).max() < 1e-3, name
+
+
+THREEJS = Path(__file__).resolve().parents[1] / "tools" / "threejs"
+
+
+def threejs_pose(path, times) -> dict:
+    """three.js r187 (tools/threejs/pose.mjs in Node: its BVHLoader + AnimationMixer) → {names,
+    position (T, J, 3) world}."""
+    assert shutil.which("node"), "node is missing: apt-get install nodejs npm (scripts/setup.sh)"
+    assert (THREEJS / "node_modules" / "three").is_dir(), \
+        "three.js is not installed: npm ci --prefix tools/threejs (scripts/setup.sh)"
+    run = subprocess.run(["node", str(THREEJS / "pose.mjs"), str(path), ",".join(f"{t:.9g}" for t in times)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout)
+    out["position"] = np.asarray(out["position"], np.float64)
+    return out
+
+
+@pytest.mark.parametrize("joints,scale", [("all", 1.0), ("humanoid", 0.08)])
+def test_bvh_reads_the_same_in_threejs(gene_baked, tmp_path, joints, scale):
+    """three.js's BVHLoader places every joint where the engine has it (within 1e-3 units × scale)
+    on every frame checked, the translated ones (センター, IK targets, physics) included."""
+    path = tmp_path / "gene.bvh"
+    write(gene_baked, path, joints=joints, scale=scale)
+    js = joint_set(gene_baked.model, joints)
+    frames = np.array([0, 1, 17, 30, 59])
+    ours, _, frame_time = world_by_joint(str(path), js)
+    got = threejs_pose(path, frames * frame_time)  # key times as three.js reads them
+    want = check_names(got["names"], js)
+    world = got["position"][:, [got["names"].index(n) for n in want]]
+    engine = gene_baked.bone_world_position[frames][:, js.joint_bone] * np.array([1, 1, -1]) * scale
+    err = np.linalg.norm(world - engine, axis=2).max()
+    assert err < 1e-3 * scale, err
+    assert np.linalg.norm(world - ours[frames], axis=2).max() < 1e-4 * scale
+
+
+def test_bvh_leaves_out_only_tiny_translations(gene_baked, tmp_path):
+    """Position channels only where a joint's translation matters: the ROOT and the joints that
+    move (センター, the IK targets, physics bones); left-out moves (float noise) add up to at most
+    POSITION_TOLERANCE along any path, so even then each joint is within it."""
+    path = tmp_path / "gene.bvh"
+    write(gene_baked, path, joints="all")
+    names, _, _ = read_bvh(str(path))
+    moved = {n[:-len(TRANSLATION_SUFFIX)] for n in names if n.endswith(TRANSLATION_SUFFIX)}
+    assert {"センター", "左足ＩＫ", "右足ＩＫ"} <= moved and "上半身" not in moved and len(moved) < 80
+    js = joint_set(gene_baked.model, "all")
+    world, _, _ = world_by_joint(str(path), js)
+    engine = gene_baked.bone_world_position[:, js.joint_bone] * np.array([1, 1, -1])
+    assert np.linalg.norm(world - engine, axis=2).max() <= POSITION_TOLERANCE + 1e-4

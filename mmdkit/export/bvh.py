@@ -5,15 +5,29 @@ default 1). Out: a .bvh text file (UTF-8, written atomically). Coordinates are c
 here, from MMD's left-handed Y-up to BVH's right-handed Y-up by negating Z (positions (x, y, −z),
 rotations (−x, −y, z, w)). Rest pose = MMD's rest pose (no bind rotations), so OFFSETs are rest
 position differences. Rotations are Euler angles in degrees, channel order Zrotation Xrotation
-Yrotation (R = Rz·Rx·Ry). The root, and every joint whose position relative to its parent
-moves (translated bones, dropped bones in between, physics), also has Xposition Yposition
-Zposition channels holding its whole parent-local position (OFFSET included, as Blender and
-Assimp read them).
+Yrotation (R = Rz·Rx·Ry).
+
+Position channels are written so that every reader places every joint the same. Readers
+disagree on what a position channel means when the OFFSET is not zero: three.js's BVHLoader
+adds the OFFSET to it, Blender and Assimp replace the OFFSET by it. So a joint with position
+channels always has OFFSET 0 0 0:
+- the ROOT (as in the CMU files): OFFSET 0, channels Xposition Yposition Zposition Zrotation
+  Xrotation Yrotation, the positions absolute (model space);
+- a non-root joint whose position relative to its parent moves (translated bones such as IK
+  targets, folded-in bones, physics stretch) gets a translation joint ``<name>_translation``
+  between it and its parent: OFFSET 0, the same six channels, the positions holding the move
+  away from the rest offset (in the parent's frame), the rotations 0 (Assimp reads positions
+  only from joints with six channels); the joint itself keeps its rest OFFSET and rotation
+  channels, so the rest skeleton stays MMD's;
+- every other joint: rest OFFSET, rotation channels only. A joint counts as moving when leaving
+  its translation out would put some joint more than POSITION_TOLERANCE off (the moves left out
+  along a root-to-leaf path add up to at most that).
 """
 
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,12 +36,18 @@ from mmdkit.export.npz import check_scale
 from mmdkit.fileutil import atomic_path
 
 OPTIONS = ("joints", "scale")
-POSITION_TOLERANCE = 1e-5
-"""A non-root joint gets position channels when its parent-local position strays more than this
-(MMD units) from its rest offset on some frame."""
+POSITION_TOLERANCE = 5e-4
+"""MMD units: the translations left out (joints without position channels) move no joint more
+than this, summed along any root-to-leaf path."""
 ROOT_NAME = "mmd_root"
 """The joint added above the model's roots when it has several (BVH has one ROOT)."""
+TRANSLATION_SUFFIX = "_translation"
+"""Name suffix of the joint that carries a non-root joint's translation."""
 _FLIP = np.array([1.0, 1.0, -1.0])
+_RESERVED = str.maketrans({c: "_" for c in "[].:/\\"})
+"""Characters three.js's PropertyBinding cannot have in a node name (its track names would not bind)."""
+_ROT = "Zrotation Xrotation Yrotation"
+_POS = "Xposition Yposition Zposition"
 
 
 def _quat_to_zxy_degrees(q: np.ndarray) -> np.ndarray:
@@ -45,16 +65,21 @@ def _quat_to_zxy_degrees(q: np.ndarray) -> np.ndarray:
     return np.degrees(np.unwrap(angles, axis=0))  # no 360° jumps between frames
 
 
-def bvh_names(js: JointSet) -> list[str]:
-    """Joint names without whitespace, unique (a repeated name gets _2, _3, ...)."""
+def _unique(names) -> list[str]:
+    """Names without whitespace or three.js-reserved characters, unique (repeats get _2, _3, ...)."""
     seen: dict[str, int] = {}
     out = []
-    for n in js.joint_name:
-        n = "_".join(str(n).split()) or "joint"
+    for n in names:
+        n = "_".join(str(n).split()).translate(_RESERVED) or "joint"
         k = seen.get(n, 0) + 1
         seen[n] = k
         out.append(n if k == 1 else f"{n}_{k}")
     return out
+
+
+def bvh_names(js: JointSet) -> list[str]:
+    """The joints' BVH names: whitespace and ``[ ] . : / \\`` → _, unique (a repeat gets _2, _3, ...)."""
+    return _unique(js.joint_name)
 
 
 def _end_offset(model, bone: int) -> np.ndarray:
@@ -69,12 +94,91 @@ def _end_offset(model, bone: int) -> np.ndarray:
     return tail if np.linalg.norm(tail) > 1e-6 else np.array([0.0, 0.5, 0.0])
 
 
-def _tree(parents: np.ndarray) -> tuple[list[list[int]], list[int]]:
-    children: list[list[int]] = [[] for _ in parents]
-    roots = []
-    for j, p in enumerate(parents):
-        (children[p] if p >= 0 else roots).append(j)
-    return children, roots
+def translated_joints(parent: np.ndarray, move: np.ndarray, tolerance: float) -> np.ndarray:
+    """(J,) bool: joints whose translation is written. parent (J,) int (−1 roots, parents first);
+    move (J,) float64: each joint's largest distance from its rest offset over the frames. A
+    joint is written when leaving its move out would bring the moves left out on its path from
+    the root (its own included) above ``tolerance``; the others' moves add up to at most that."""
+    J = len(parent)
+    keep = np.zeros(J, bool)
+    left_out = np.zeros(J)  # moves left out from the root down to and including j
+    for j in range(J):
+        above = left_out[parent[j]] if parent[j] >= 0 else 0.0
+        keep[j] = above + move[j] > tolerance
+        left_out[j] = above + (0.0 if keep[j] else move[j])
+    return keep
+
+
+@dataclass
+class _Node:
+    """One BVH joint: name, OFFSET (3,) BVH units, channel names, values (F, n), children, end site."""
+
+    name: str
+    offset: np.ndarray
+    channels: str
+    values: np.ndarray
+    children: list = field(default_factory=list)
+    end: np.ndarray | None = None
+
+
+def _nodes(baked, js: JointSet, s: float) -> _Node:
+    """The BVH joint tree → its ROOT (ROOT_NAME above the model's roots when it has several)."""
+    jp = joint_pose(baked, js)
+    F, J = jp.position.shape[:2]
+    parent = js.joint_parent
+    rest = jp.rest_position
+    rest_offset = rest - np.where(parent[:, None] >= 0, rest[np.maximum(parent, 0)], 0.0)
+    euler = _quat_to_zxy_degrees(jp.local_rotation * np.array([-1.0, -1.0, 1.0, 1.0]))  # (F,J,3)
+    move = np.linalg.norm(jp.local_translation, axis=2).max(axis=0)
+    roots = np.flatnonzero(parent < 0)
+    synthetic = len(roots) > 1  # then the model's roots are inner joints like any other
+    positioned = translated_joints(parent, move, POSITION_TOLERANCE)
+    names = _unique(list(js.joint_name) + [f"{n}{TRANSLATION_SUFFIX}" for n in js.joint_name])
+    has_child = np.zeros(J, bool)
+    has_child[parent[parent >= 0]] = True
+    nodes: list[_Node] = []
+    tops: list[_Node] = []
+    for j in range(J):
+        if parent[j] < 0 and not synthetic:  # the ROOT: OFFSET 0, absolute positions
+            node = top = _Node(names[j], np.zeros(3), f"{_POS} {_ROT}",
+                               np.concatenate([jp.position[:, j] * _FLIP * s, euler[:, j]], axis=1))
+        else:
+            node = top = _Node(names[j], rest_offset[j] * _FLIP * s, _ROT, euler[:, j])
+            if positioned[j]:  # a translation joint above: OFFSET 0, the move from the rest offset
+                move_j = np.concatenate([jp.local_translation[:, j] * _FLIP * s, np.zeros((F, 3))], axis=1)
+                top = _Node(names[J + j], np.zeros(3), f"{_POS} {_ROT}", move_j, [node])
+        if not has_child[j]:
+            node.end = _end_offset(baked.model, int(js.joint_bone[j])) * _FLIP * s
+        nodes.append(node)
+        (nodes[parent[j]].children if parent[j] >= 0 else tops).append(top)
+    if synthetic:
+        return _Node(ROOT_NAME, np.zeros(3), f"{_POS} {_ROT}", np.zeros((F, 6)), tops)
+    return tops[0]
+
+
+def _hierarchy(root: _Node) -> tuple[str, np.ndarray]:
+    """The HIERARCHY text of the tree under ``root`` and its MOTION columns (F, channels) in order."""
+    text = io.StringIO()
+    text.write("HIERARCHY\n")
+    columns: list[np.ndarray] = []
+    stack: list[tuple[_Node | None, int]] = [(root, 0)]
+    while stack:
+        node, d = stack.pop()
+        pad = "\t" * d
+        if node is None:  # the closing brace of a joint
+            text.write(f"{pad}}}\n")
+            continue
+        o = node.offset
+        text.write(f"{pad}{'ROOT' if d == 0 else 'JOINT'} {node.name}\n{pad}{{\n"
+                   f"{pad}\tOFFSET {o[0]:.6f} {o[1]:.6f} {o[2]:.6f}\n"
+                   f"{pad}\tCHANNELS {len(node.channels.split())} {node.channels}\n")
+        columns.append(node.values)
+        if node.end is not None:
+            e = node.end
+            text.write(f"{pad}\tEnd Site\n{pad}\t{{\n{pad}\t\tOFFSET {e[0]:.6f} {e[1]:.6f} {e[2]:.6f}\n{pad}\t}}\n")
+        stack.append((None, d))
+        stack.extend((c, d + 1) for c in reversed(node.children))
+    return text.getvalue(), np.concatenate(columns, axis=1)
 
 
 def check(model, frames, *, joints=None, scale=None) -> None:
@@ -86,56 +190,13 @@ def check(model, frames, *, joints=None, scale=None) -> None:
 def write(baked, path, *, motion=None, warn=print, joints=None, scale=None) -> dict:
     """``baked`` (a ``BakedMotion``) → ``path`` (.bvh); returns a summary dict."""
     js = joint_set(baked.model, joints)
-    s = check_scale(scale)
-    jp = joint_pose(baked, js)
-    F, J = jp.position.shape[:2]
-    rest = jp.rest_position
-    rest_offset = rest - np.where(js.joint_parent[:, None] >= 0, rest[np.maximum(js.joint_parent, 0)], 0.0)
-    local_pos = (rest_offset[None] + jp.local_translation) * _FLIP * s  # (F,J,3) BVH space
-    q = jp.local_rotation * np.array([-1.0, -1.0, 1.0, 1.0])
-    euler = _quat_to_zxy_degrees(q)  # (F,J,3)
-    moves = (np.abs(jp.local_translation).max(axis=0) > POSITION_TOLERANCE).any(axis=1) | (js.joint_parent < 0)
-    children, roots = _tree(js.joint_parent)
-    names = bvh_names(js)
+    hierarchy, data = _hierarchy(_nodes(baked, js, check_scale(scale)))
     text = io.StringIO()
-    text.write("HIERARCHY\n")
-    columns: list[np.ndarray] = []
-    synthetic = len(roots) > 1
-    depth = 0
-    if synthetic:
-        text.write(f"ROOT {ROOT_NAME}\n{{\n\tOFFSET 0.000000 0.000000 0.000000\n"
-                   "\tCHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation\n")
-        columns.append(np.zeros((F, 6)))
-        depth = 1
-    stack = [(r, depth, False) for r in reversed(roots)]
-    while stack:
-        j, d, closing = stack.pop()
-        pad = "\t" * d
-        if closing:
-            text.write(f"{pad}}}\n")
-            continue
-        kind = "ROOT" if d == 0 else "JOINT"
-        off = rest_offset[j] * _FLIP * s
-        text.write(f"{pad}{kind} {names[j]}\n{pad}{{\n{pad}\tOFFSET {off[0]:.6f} {off[1]:.6f} {off[2]:.6f}\n")
-        if moves[j]:
-            text.write(f"{pad}\tCHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation\n")
-            columns.append(np.concatenate([local_pos[:, j], euler[:, j]], axis=1))
-        else:
-            text.write(f"{pad}\tCHANNELS 3 Zrotation Xrotation Yrotation\n")
-            columns.append(euler[:, j])
-        if not children[j]:
-            end = _end_offset(baked.model, int(js.joint_bone[j])) * _FLIP * s
-            text.write(f"{pad}\tEnd Site\n{pad}\t{{\n{pad}\t\tOFFSET {end[0]:.6f} {end[1]:.6f} {end[2]:.6f}\n"
-                       f"{pad}\t}}\n")
-        stack.append((j, d, True))
-        stack.extend((c, d + 1, False) for c in reversed(children[j]))
-    if synthetic:
-        text.write("}\n")
-    data = np.concatenate(columns, axis=1)
-    text.write(f"MOTION\nFrames: {F}\nFrame Time: {1.0 / baked.fps:.8f}\n")
+    text.write(hierarchy)
+    text.write(f"MOTION\nFrames: {len(data)}\nFrame Time: {1.0 / baked.fps:.8f}\n")
     np.savetxt(text, data, fmt="%.6f", delimiter=" ")
     with atomic_path(path, ".bvh.part") as tmp:
         with open(tmp, "w", encoding="utf-8", newline="\n") as f:
             f.write(text.getvalue())
-    return {"path": str(path), "format": "bvh", "frames": F, "joints": J, "channels": data.shape[1],
-            "physics": baked.physics}
+    return {"path": str(path), "format": "bvh", "frames": len(data), "joints": len(js.joint_name),
+            "channels": data.shape[1], "physics": baked.physics}
