@@ -6,7 +6,9 @@ additional UVs); ``import_losses`` — the same for an imported (glTF) model; ``
 copies the model's texture files (and writes the images a GLB holds) into the destination
 folder at the same relative paths, so the stored (relative) paths stay valid there. Paths are
 copied rather than rewritten: a rewritten path would leave the model's folder ('../'), which
-the renderer refuses.
+the renderer refuses. Files are looked up as the renderer and the glTF exporter do
+(``mmdkit.render.textures.texture_source``) and copied as they are (a texture over
+``MAX_TEXTURE_EDGE`` is downscaled where it is drawn or exported, not here).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import shutil
 import numpy as np
 
 from mmdkit.errors import FormatError
+from mmdkit.fileutil import atomic_path
 from mmdkit.model import model as M
 
 _MORPH_KIND_NAMES = {M.MORPH_GROUP: "group", M.MORPH_BONE: "bone", M.MORPH_UV: "UV", M.MORPH_UV1: "additional-UV",
@@ -71,7 +74,7 @@ def _write_embedded(embedded: dict[str, bytes], dst_dir: str) -> int:
         if os.path.exists(target):
             continue
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "wb") as fh:
+        with atomic_path(target) as tmp, open(tmp, "wb") as fh:
             fh.write(data)
         written += 1
     return written
@@ -92,7 +95,7 @@ def import_losses(model) -> list[str]:
 def carry_textures(model, src: str, dst: str) -> tuple[int, list[str]]:
     """Copy the texture files of ``model`` (read from ``src``) beside ``dst`` at the same relative
     paths. Returns (files copied, messages about files that could not be carried)."""
-    from mmdkit.render.textures import resolve_texture
+    from mmdkit.render.textures import texture_source
 
     src_dir = os.path.realpath(os.path.dirname(os.path.abspath(src)))
     dst_dir = os.path.realpath(os.path.dirname(os.path.abspath(dst)))
@@ -103,7 +106,7 @@ def carry_textures(model, src: str, dst: str) -> tuple[int, list[str]]:
     notes = []
     for stored in dict.fromkeys(n for n in _texture_names(model) if n not in embedded):
         try:
-            found = resolve_texture(src_dir, stored)
+            found = texture_source(stored, src_dir, None)  # the lookup the renderer and exporter use
         except FormatError as e:  # leaves the model folder
             notes.append(f"{e}; not copied")
             continue
@@ -115,6 +118,7 @@ def carry_textures(model, src: str, dst: str) -> tuple[int, list[str]]:
         if os.path.exists(target):
             continue
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copy2(found, target)
+        with atomic_path(target) as tmp:
+            shutil.copy2(found, tmp)
         copied += 1
     return copied, notes

@@ -4,13 +4,19 @@ In: the model folder and its stored texture paths ('\\' separators, any case), a
 imported model carries itself (``source_extras['embedded_textures']``: name → encoded bytes).
 Out: moderngl textures (RGBA8, mipmapped), or None with a warning when missing/unreadable.
 Paths that would leave the model's folder (absolute, '..') are refused.
+``read_texture`` is the one decoder of texture files (renderer, glTF export): images wider or
+taller than ``MAX_TEXTURE_EDGE`` (4096) pixels are downscaled to fit, with one warning naming the
+file; the size is read from the header before any pixel is decoded, and Pillow's decompression-
+bomb limit becomes a FormatError (its warning is never shown raw).
 Also builds MMD's shared toon ramps (toon01–10) in code.
 """
 
 from __future__ import annotations
 
 import io
+import math
 import os
+import warnings
 
 import numpy as np
 
@@ -53,6 +59,59 @@ def texture_source(stored: str, folder: str | None, embedded: dict[str, bytes] |
     if embedded and stored in embedded:
         return io.BytesIO(embedded[stored])
     return resolve_texture(folder, stored) if folder else None
+
+
+#: Longest side, in pixels, of a texture as mmdkit draws or exports it; larger images are downscaled
+#: (aspect kept). 4096² RGBA is 64 MiB (85 with mipmaps); MMD models' textures are rarely above 2048.
+MAX_TEXTURE_EDGE = 4096
+
+
+def _shrunk(im, target: tuple[int, int]):
+    """A loaded Pillow image reduced to fit ``target`` (w, h): first by a whole factor on the image's
+    own pixels, one band at a time for RGBA/LA (Pillow's own reduce would first copy the whole image
+    premultiplied), by nearest pixel for modes reduce does not take (palette, 16-bit); then
+    resampled to fit."""
+    from PIL import Image
+
+    factor = max(1, min(im.size[0] // target[0], im.size[1] // target[1]))
+    if factor > 1:
+        if im.mode in ("RGB", "L"):
+            im = im.reduce(factor)
+        elif im.mode in ("RGBA", "LA"):
+            im = Image.merge(im.mode, [im.getchannel(b).reduce(factor) for b in range(len(im.mode))])
+        else:
+            im = im.resize((im.size[0] // factor, im.size[1] // factor), Image.NEAREST)
+    if im.mode not in ("RGB", "RGBA", "L", "LA"):
+        im = im.convert("RGBA")
+    return im.resize(target, Image.LANCZOS) if im.size != target else im
+
+
+def read_texture(source, name: str):
+    """Decode texture ``name`` from ``source`` (a path or a binary file object) → (a loaded Pillow
+    image, at most ``MAX_TEXTURE_EDGE`` pixels on a side; a warning line when it was downscaled,
+    else None). Raises FormatError for an image over Pillow's decompression-bomb limit (twice
+    ``Image.MAX_IMAGE_PIXELS``), Pillow's own errors (OSError, ValueError, ...) for unreadable bytes."""
+    from PIL import Image
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # our cap below says it in one line
+        try:
+            im = Image.open(source)
+        except Image.DecompressionBombError:
+            raise FormatError(f"texture '{name}' has more than {2 * Image.MAX_IMAGE_PIXELS:,} pixels "
+                              "(a decompression bomb?); refused") from None
+        with im:
+            w, h = im.size  # from the header: nothing decoded yet
+            scale = MAX_TEXTURE_EDGE / max(w, h, 1)
+            if scale >= 1:
+                im.load()
+                return im, None
+            target = (max(1, math.floor(w * scale)), max(1, math.floor(h * scale)))
+            im.draft(None, target)  # JPEG decodes at 1/2, 1/4 or 1/8 scale when that still covers target
+            im.load()
+            out = _shrunk(im, target)
+    return out, (f"texture '{name}' is {w}×{h} pixels, larger than {MAX_TEXTURE_EDGE} on a side; "
+                 f"downscaled to {out.size[0]}×{out.size[1]}")
 
 
 def model_folder(model) -> str | None:
@@ -99,7 +158,7 @@ class TextureCache:
                 if not missing_ok and name not in self.missing:
                     self.missing.append(name)
             else:
-                tex = self._load(path, clamp)
+                tex = self._load(name, path, clamp)
         except FormatError as e:  # refused: leaves the model folder
             self.problems.append(str(e))
         except Exception as e:  # unreadable image: warn, draw without
@@ -107,10 +166,13 @@ class TextureCache:
         self._cache[key] = tex
         return tex
 
-    def _load(self, path, clamp: bool):
+    def _load(self, name: str, path, clamp: bool):
         from PIL import Image
 
-        with Image.open(path) as im:
+        im, note = read_texture(path, path if isinstance(path, str) else name)
+        if note:
+            self.problems.append(note)
+        with im:
             im = im.convert("RGBA").transpose(Image.FLIP_TOP_BOTTOM)
             tex = self.ctx.texture(im.size, 4, im.tobytes())
         tex.build_mipmaps()

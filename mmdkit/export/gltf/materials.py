@@ -1,11 +1,12 @@
 """MMD materials → glTF metallic-roughness materials with their textures as images.
 
-In: a ``Model`` (texture paths relative to its file, looked up with ``resolve_texture``) and a
+In: a ``Model`` (texture paths relative to its file, looked up with ``texture_source``) and a
 ``GltfDocument``. Out: one glTF material per MMD material (index list, None for none):
 baseColorFactor = diffuse RGBA, baseColorTexture = the main texture, metallic 0, roughness 1,
 doubleSided = MMD's no-cull flag, alphaMode BLEND when the diffuse alpha is below 1 or the
 texture has transparent pixels (MMD always blends). PNG (less its colour-space chunks) and JPEG
-files are embedded as they are; BMP, TGA, DDS and the rest are converted to PNG with Pillow.
+files are embedded as they are; BMP, TGA, DDS and the rest are converted to PNG with Pillow;
+images over ``MAX_TEXTURE_EDGE`` (4096) pixels on a side are downscaled (one warning each).
 Sphere maps and toon ramps have no glTF counterpart and are left out. Textures missing or
 unreadable: one warning naming them.
 """
@@ -18,7 +19,7 @@ import struct
 import numpy as np
 
 from mmdkit.model.model import MATERIAL_DOUBLE_SIDED
-from mmdkit.render.textures import model_folder, resolve_texture
+from mmdkit.render.textures import model_folder, read_texture, texture_source
 
 PNG_MAGIC, JPEG_MAGIC = b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff"
 COLOUR_SPACE_CHUNKS = (b"iCCP", b"cHRM", b"gAMA", b"sRGB")
@@ -51,37 +52,38 @@ def plain_png(data: bytes) -> bytes:
     return data
 
 
-def encode_image(data: bytes) -> tuple[bytes, str, bool]:
-    """Encoded image file bytes → (PNG or JPEG bytes, mime type, has transparent pixels).
-    PNG/JPEG pass through unchanged; other formats Pillow reads are re-encoded as PNG.
-    Raises OSError (Pillow's) when the bytes are no image Pillow reads."""
-    from PIL import Image
-
-    with Image.open(io.BytesIO(data)) as img:
-        img.load()
+def encode_image(data: bytes, name: str = "") -> tuple[bytes, str, bool, str | None]:
+    """Encoded image file bytes → (PNG or JPEG bytes, mime type, has transparent pixels, warning
+    line or None). PNG/JPEG within ``MAX_TEXTURE_EDGE`` pass through unchanged; larger images are
+    downscaled (``read_texture``: the warning says so) and, like other formats Pillow reads,
+    re-encoded (JPEG stays JPEG). Raises OSError/ValueError (Pillow's, or FormatError) when the
+    bytes are no image Pillow reads or exceed its decompression-bomb limit."""
+    img, note = read_texture(io.BytesIO(data), name)
+    with img:
         clear = _has_transparency(img)
-        if data.startswith(PNG_MAGIC):
-            return plain_png(data), "image/png", clear
+        if note is None and data.startswith(PNG_MAGIC):
+            return plain_png(data), "image/png", clear, None
         if data.startswith(JPEG_MAGIC):
-            return data, "image/jpeg", False
+            if note is None:
+                return data, "image/jpeg", False, None
+            out = io.BytesIO()
+            img.convert("RGB").save(out, format="JPEG", quality=92)
+            return out.getvalue(), "image/jpeg", False, note
         out = io.BytesIO()
         keep = img if img.mode in ("RGB", "RGBA", "L", "LA") else img.convert("RGBA" if clear else "RGB")
         keep.save(out, format="PNG")
-        return out.getvalue(), "image/png", clear
+        return out.getvalue(), "image/png", clear, note
 
 
 def _texture_bytes(model, t: int) -> bytes | None:
-    """The file bytes of texture ``t`` (embedded in an imported model, or in the model's folder);
-    None when not found. Raises ValueError for a path that leaves the model's folder."""
-    stored = model.texture_path[t]
-    embedded = model.source_extras.get("embedded_textures") or {}
-    if stored in embedded:
-        return embedded[stored]
-    folder = model_folder(model)
-    found = resolve_texture(folder, stored) if folder else None
-    if found is None:
-        return None
-    with open(found, "rb") as f:
+    """The file bytes of texture ``t`` (embedded in an imported model, or in the model's folder,
+    looked up by ``texture_source``); None when not found. Raises FormatError (a ValueError) for a
+    path that leaves the model's folder."""
+    source = texture_source(model.texture_path[t], model_folder(model),
+                            (model.source_extras or {}).get("embedded_textures"))
+    if source is None or isinstance(source, io.BytesIO):
+        return None if source is None else source.getvalue()
+    with open(source, "rb") as f:
         return f.read()
 
 
@@ -97,10 +99,12 @@ def add_textures(doc, model, used: set[int], warn) -> dict[int, tuple[int, bool]
             if data is None:
                 problems.append(f"'{stored}' (not found)")
                 continue
-            encoded, mime, clear = encode_image(data)
-        except (OSError, ValueError) as e:
+            encoded, mime, clear, note = encode_image(data, stored.replace("\\", "/"))
+        except (OSError, ValueError, SyntaxError) as e:
             problems.append(f"'{stored}' ({e})")
             continue
+        if note:
+            warn(f"{model.source_path or model.name}: {note}")
         if sampler is None:
             sampler = doc.add("samplers", {"magFilter": 9729, "minFilter": 9987, "wrapS": 10497, "wrapT": 10497})
         image = doc.image(encoded, mime, name=stored.replace("\\", "/"))
