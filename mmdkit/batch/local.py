@@ -4,15 +4,20 @@ In: planned jobs (ordered by model), the ``Store``, the number of workers. Out: 
 job, handed to ``on_row`` as each finishes. Each worker runs numba with cores // workers threads and
 keeps one model loaded (see ``worker``). A worker that dies (killed, crashed) breaks the pool: the
 jobs it was running are charged an attempt and everything unfinished runs again in a new pool; a job
-whose worker died ``retries`` + 1 times fails with a one-line error. Ctrl-C stops the workers
-(their temporary files are removed) and re-raises.
+whose worker died ``retries`` + 1 times fails with a one-line error; every row says in ``attempts``
+how many times its job was started. Ctrl-C stops the workers (their temporary files are removed),
+hands on the rows of jobs already finished, and re-raises. Each worker watches the driver: when the
+driver dies (even killed with SIGKILL) the workers stop within about a second, and with them the
+forkserver and resource tracker, which live only as long as some worker does.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import select
 import signal
+import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
@@ -20,6 +25,7 @@ from mmdkit.batch import worker
 from mmdkit.batch.plan import job_row
 
 _started = None
+_orphaned = threading.Event()
 
 
 def cores() -> int:
@@ -34,9 +40,41 @@ def _terminated(signum, frame):
     raise SystemExit(128 + signum)
 
 
-def _init(threads: int, started) -> None:
+def _watch(driver: int, poll: float = 1.0) -> None:
+    """Until the ``driver`` process ends (a pidfd turns readable; where there is none, the PID is polled);
+    then stop this worker: SIGTERM unwinds the running job (its temporary files go), and a worker
+    still alive 5 s later exits outright."""
+    try:
+        fd = os.pidfd_open(driver)
+    except ProcessLookupError:
+        fd = None  # gone already
+    except (AttributeError, OSError):  # no pidfds (not Linux >= 5.3): poll the PID
+        fd = -1
+    if fd is not None and fd >= 0:
+        select.select([fd], [], [])
+    elif fd == -1:
+        while _alive(driver):
+            threading.Event().wait(poll)
+    _orphaned.set()  # no new job starts
+    os.kill(os.getpid(), signal.SIGTERM)
+    threading.Event().wait(5.0)
+    os._exit(128 + signal.SIGTERM)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _init(threads: int, started, driver: int) -> None:
     global _started
     _started = started
+    threading.Thread(target=_watch, args=(driver,), name="mmdkit-driver-watch", daemon=True).start()
     # OpenMP (numba's threading layer) sized like Ray does for a task: no idle threads spinning on
     # the cores the other workers need. Read when the layer starts, on the first parallel kernel.
     os.environ["OMP_NUM_THREADS"] = os.environ["NUMBA_NUM_THREADS"] = str(threads)
@@ -46,6 +84,8 @@ def _init(threads: int, started) -> None:
 
 
 def _run(job, store) -> dict:
+    if _orphaned.is_set():  # a job queued before the driver died
+        os._exit(128 + signal.SIGTERM)
     _started.put(job.name)
     return worker.run_job(job, store)
 
@@ -69,15 +109,20 @@ def _round(jobs, store, workers: int, threads: int, on_row) -> tuple[list, set]:
     ctx = _context()
     started = ctx.SimpleQueue()
     left = []
-    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init, initargs=(threads, started))
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init, initargs=(threads, started, os.getpid()))
+    futures, handed = {}, set()
     try:
         futures = {pool.submit(_run, j, store): j for j in jobs}
         for fut in as_completed(futures):
+            handed.add(fut)
             try:
                 on_row(fut.result())
             except BrokenProcessPool:
                 left.append(futures[fut])
     except BaseException:
+        for fut in futures:  # finished before the interrupt, not yet handed on
+            if fut not in handed and fut.done() and not fut.cancelled() and fut.exception() is None:
+                on_row(fut.result())
         _stop(pool)
         raise
     pool.shutdown(wait=True)
@@ -95,8 +140,12 @@ def run_local(jobs, store, on_row, *, workers: int | None = None, threads: int |
     threads = threads or max(1, cores() // workers)
     attempts = {}
     pending = list(jobs)
+
+    def counted(row):
+        on_row(dict(row, attempts=attempts.get(row["name"], 0) + 1))
+
     while pending:
-        left, started = _round(pending, store, workers, threads, on_row)
+        left, started = _round(pending, store, workers, threads, counted)
         pending = []
         suspects = {j.name for j in left if j.name in started} or {j.name for j in left}
         for job in left:

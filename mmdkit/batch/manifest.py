@@ -28,7 +28,8 @@ OUTPUTS = EXPORT_OUTPUTS + RENDER_OUTPUTS
 COMMON_OPTIONS = ("frames", "fps", "physics")
 """Options every output takes; given in an output's table they override the job's own."""
 RENDER_OPTIONS = ("size", "msaa")
-JOB_KEYS = ("name", "model", "motion", "frames", "outputs", "camera", "audio", "physics", "fps", "test_exit_once")
+JOB_KEYS = ("name", "model", "motion", "clip", "vpd", "frames", "outputs", "camera", "audio", "physics", "fps",
+            "test_exit_once")
 """Keys of a job line besides one option table per output. ``test_exit_once`` is a test hook: the
 worker exits abruptly (os._exit) after its first output on the attempt that creates that marker file."""
 _KEYS = frozenset(JOB_KEYS + OUTPUTS)
@@ -38,7 +39,9 @@ _KEYS = frozenset(JOB_KEYS + OUTPUTS)
 class Job:
     """One model × motion → outputs. Paths are absolute; ``frames`` is 'A:B[:STEP]' or None (the
     whole motion); ``options`` maps an output to its option table; ``where`` names the manifest line;
-    ``key`` (set by ``plan``) is the content hash of inputs and options."""
+    ``key`` (set by ``plan``) is the content hash of inputs and options. ``clip`` picks a clip the model
+    carries (name, or index as text) when there is no motion; ``vpd`` holds 'FILE.vpd@FRAME[:WEIGHT]'
+    poses (absolute FILE) loaded onto the motion, as ``mmdkit pose --vpd`` does."""
 
     name: str
     model: str
@@ -51,13 +54,15 @@ class Job:
     physics: bool = True
     fps: float = MOTION_FPS
     options: dict = field(default_factory=dict)
+    clip: str | None = None
+    vpd: tuple = ()
     test_exit_once: str | None = None
     key: str = ""
 
     def inputs(self) -> dict:
-        """Role → absolute path of each input file the job reads."""
-        return {k: v for k, v in (("model", self.model), ("motion", self.motion), ("camera", self.camera),
-                                  ("audio", self.audio)) if v}
+        """Role → absolute path of each input file the job reads (``vpd0``, ``vpd1``, ... for its poses)."""
+        files = (("model", self.model), ("motion", self.motion), ("camera", self.camera), ("audio", self.audio))
+        return {k: v for k, v in files if v} | {f"vpd{i}": s.rpartition("@")[0] for i, s in enumerate(self.vpd)}
 
     def output_settings(self, output: str) -> dict:
         """frames, fps, physics and the output's own options, the output's table overriding the job."""
@@ -115,6 +120,33 @@ def _absolute(base: str, value: str) -> str:
     return os.path.abspath(os.path.join(base, os.path.expanduser(value)))
 
 
+def _clip(value, where: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise FormatError(f"'clip' must be a clip's name or index, not {value!r}", path=where)
+    return str(value)
+
+
+def _vpd(value, base: str, where: str) -> tuple:
+    """'FILE.vpd@FRAME[:WEIGHT]' specs (a list, or one string with ';' between specs), FILE made absolute."""
+    if value in (None, ""):
+        return ()
+    specs = [v for v in value.split(";") if v.strip()] if isinstance(value, str) else value
+    if not isinstance(specs, (list, tuple)) or not all(isinstance(v, str) for v in specs):
+        raise FormatError(f"'vpd' must list FILE.vpd@FRAME[:WEIGHT] poses, not {value!r}", path=where)
+    from mmdkit.runtime.loading import split_vpd_spec  # numba comes with runtime: only for manifests with poses
+
+    out = []
+    for spec in specs:
+        try:
+            path, frame, weight = split_vpd_spec(spec.strip(), "vpd")
+        except OptionError as e:
+            raise FormatError(str(e), path=where) from None
+        out.append(f"{_absolute(base, path)}@{frame}:{weight:g}")
+    return tuple(out)
+
+
 def _outputs(value, where: str) -> tuple:
     if isinstance(value, str):
         value = [v for v in re.split(r"[;,|\s]+", value) if v]
@@ -161,6 +193,7 @@ def make_job(entry: dict, base: str, where: str, defaults: dict | None = None) -
                frames=str(frames) if frames not in (None, "") else None,
                camera=_path(entry.get("camera"), base, "camera", where),
                audio=_path(entry.get("audio"), base, "audio", where), physics=physics, fps=fps, options=options,
+               clip=_clip(entry.get("clip"), where), vpd=_vpd(entry.get("vpd"), base, where),
                test_exit_once=_path(entry.get("test_exit_once"), base, "test_exit_once", where))
 
 
@@ -170,7 +203,7 @@ def _slug(text: str) -> str:
 
 def _auto_name(job: Job) -> str:
     stem = lambda p: os.path.splitext(os.path.basename(p))[0] if p else "pose"  # noqa: E731
-    return _slug(f"{stem(job.model)}__{stem(job.motion)}") or "job"
+    return _slug(f"{stem(job.model)}__{stem(job.motion) if job.motion else job.clip or 'pose'}") or "job"
 
 
 def name_jobs(jobs: list) -> list:
@@ -192,7 +225,8 @@ def name_jobs(jobs: list) -> list:
     for j, a in zip(jobs, autos):
         if not j.name:
             if count[a] > 1 or a in given:
-                spec = json.dumps([j.model, j.motion, j.camera, j.frames, j.outputs, j.options], sort_keys=True)
+                spec = json.dumps([j.model, j.motion, j.camera, j.frames, j.outputs, j.options]
+                                  + ([j.clip, j.vpd] if j.clip or j.vpd else []), sort_keys=True)
                 a = f"{a}-{hashlib.sha1(spec.encode()).hexdigest()[:8]}"
             if a in seen:
                 raise FormatError(f"the same job as {seen[a]} (give it a 'name' to run it twice)", path=j.where)

@@ -3,7 +3,9 @@
 In: named ``Job`` objects and the ``Store``. Out: ``Plan`` — the jobs to run (key set, ordered by
 model so a worker loads each model once for a run of jobs), a 'skipped' result row for each job
 whose record matches its key and whose outputs are all there, and a 'failed' row for each job whose
-input file is missing. Each file is hashed once per run (cached by path, size and mtime).
+input file is missing or is not a regular file (a FIFO or device would block or never end; it is
+refused without being read). Each file is hashed once per run (cached by path, size and mtime), never
+more than the size it had when opened.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import json
 import os
 from dataclasses import dataclass
 from importlib.metadata import version
+
+from mmdkit.errors import MmdkitError
+from mmdkit.formats.io import read_bytes
 
 KEY_VERSION = 1
 """Bumped when the meaning of a job key changes (every job then runs again)."""
@@ -43,18 +48,21 @@ class FileHasher:
         hit = self._cache.get(path)
         if hit is not None and hit[0] == sig:
             return hit[1]
-        with open(path, "rb") as f:
-            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        # the loaders' own read: a FIFO or device is refused (FormatError) without blocking, and no
+        # more than the size the file had when opened is read (a /proc file or a growing log ends)
+        digest = hashlib.sha256(read_bytes(path)).hexdigest()
         self._cache[path] = (sig, digest)
         return digest
 
 
 def job_key(job, hasher: FileHasher) -> str:
     """Hash of what decides a job's outputs: input contents, outputs, options, mmdkit's version.
-    OSError when an input file is missing."""
+    OSError when an input file is missing, FormatError when it is not a regular file."""
     spec = {"v": KEY_VERSION, "mmdkit": _VERSION, "outputs": list(job.outputs),
             "inputs": {role: hasher.digest(path) for role, path in job.inputs().items()},
             "settings": {o: job.output_settings(o) for o in job.outputs}}
+    if job.clip is not None or job.vpd:  # only then: the keys of jobs without them stay as they were
+        spec.update(clip=job.clip, vpd=list(job.vpd))
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -64,6 +72,18 @@ def job_row(job, status: str, **fields) -> dict:
            "seconds": 0.0, "frames": 0, "outputs": [], "warnings": [], "error": None}
     row.update(fields)
     return row
+
+
+def recorded_row(job, store, status: str) -> dict | None:
+    """A row with ``status`` for ``job`` from its record when the record matches the job's key and
+    every output is there (the job is done), else None."""
+    record = store.read_record(job.name)
+    if not (record and record.get("key") == job.key and store.has_outputs(job.name, record.get("outputs", ()))):
+        return None
+    seconds = record.get("seconds", 0.0) if status == "ok" else 0.0  # a skipped job took no time
+    return job_row(job, status, frames=record.get("frames", 0), seconds=seconds,
+                   outputs=[{"path": store.location(job.name, o["filename"]), "size": o["size"]}
+                            for o in record["outputs"]])
 
 
 @dataclass
@@ -79,22 +99,23 @@ class Plan:
 
 def plan(jobs, store, hasher: FileHasher | None = None, *, force: bool = False) -> Plan:
     """Split ``jobs`` into to-run (keyed, grouped by model), skipped (done, unchanged) and failed
-    (an input file missing or unreadable). ``force``: run every job again."""
+    (an input file missing, unreadable or not a regular file). ``force``: run every job again."""
     hasher = hasher or FileHasher()
     hasher.begin()
     todo, skipped, failed = [], [], []
     present = store.job_names()
     for job in jobs:
         try:
-            job.key = key = job_key(job, hasher)
+            job.key = job_key(job, hasher)
         except OSError as e:
             failed.append(job_row(job, "failed", error=f"{job.where}: {e.filename}: {e.strerror}"))
             continue
-        record = None if force or job.name not in present else store.read_record(job.name)
-        if record and record.get("key") == key and store.has_outputs(job.name, record.get("outputs", ())):
-            skipped.append(job_row(job, "skipped", frames=record.get("frames", 0),
-                                   outputs=[{"path": store.location(job.name, o["filename"]), "size": o["size"]}
-                                            for o in record["outputs"]]))
+        except MmdkitError as e:  # not a regular file: refused here, the other jobs run
+            failed.append(job_row(job, "failed", error=f"{job.where}: {e}"))
+            continue
+        row = None if force or job.name not in present else recorded_row(job, store, "skipped")
+        if row:
+            skipped.append(row)
         else:
             todo.append(job)
     first = {}

@@ -3,7 +3,8 @@
 In: the output root as typed. Out: ``Store`` — per job a local folder to write into (the job's own
 folder when the root is local; a temporary folder uploaded file by file when it is a URL), the job
 record (``<job>/.mmdkit-job.json``, always written last, so a job without one is not done) and
-whole small files (results tables) written atomically.
+whole small files (results tables) written atomically. ``lock`` keeps a second batch out of a local
+root while one runs (``.mmdkit-batch.lock``, an flock released when the process ends, even killed).
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ import re
 import shutil
 import tempfile
 
-from mmdkit.errors import UnavailableError
+from mmdkit.errors import OptionError, UnavailableError
 from mmdkit.fileutil import atomic_path
 
 RECORD = ".mmdkit-job.json"
 """The job record's file name inside each job folder."""
+LOCK = ".mmdkit-batch.lock"
+"""The lock file in a local root: flock'ed by the batch running there (never written)."""
+OWNER = ".mmdkit-batch.pid"
+"""The PID of the batch holding the lock, written (atomically) once it holds it."""
 
 
 def is_url(root: str) -> bool:
@@ -68,6 +73,53 @@ class Store:
         else:
             os.makedirs(self.root, exist_ok=True)
 
+    def local_root(self) -> str | None:
+        """The root as a local folder (a file:// URL included), or None for a remote URL."""
+        if not self.url:
+            return self.root
+        return self._path if getattr(self.fs, "protocol", None) in ("file", ("file", "local")) else None
+
+    @contextlib.contextmanager
+    def lock(self):
+        """Hold the root for this batch: a second batch on the same folder gets an OptionError
+        naming it and the PID running there (exit 2). The lock is the kernel's (flock), so a killed
+        batch leaves none behind; remote URLs are not locked (run one batch per URL)."""
+        import fcntl
+
+        root = self.local_root()
+        if root is None:
+            yield
+            return
+        fd = os.open(os.path.join(root, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise OptionError("-o", f"{self.root} is in use by another batch ({self._owner(root)}); wait for "
+                                        f"it to end or give another output folder") from None
+            except OSError:  # a file system without locks (some network mounts): run unlocked
+                pass
+            with contextlib.suppress(OSError):
+                self.write_text(OWNER, str(os.getpid()))
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    @staticmethod
+    def _owner(root: str) -> str:
+        try:
+            with open(os.path.join(root, OWNER), encoding="utf-8") as f:
+                return f"PID {int(f.read().strip())}"
+        except (OSError, ValueError):
+            return "PID unknown"
+
+    def remove_leftovers(self) -> None:
+        """Remove the temporary files a killed or failed run left in a local root (``.NAME.….part``
+        of the results tables); each job folder's are removed when its job runs. Call under ``lock``."""
+        root = self.local_root()
+        if root is not None:
+            _remove_temporary(root, lambda n: n.startswith(".") and n.endswith(".part"))
+
     def job_names(self) -> set:
         """Names of the job folders under the root (one listing, so a fresh run reads no records)."""
         try:
@@ -111,10 +163,7 @@ class Store:
         if not self.url:
             folder = os.path.join(self.root, name)
             os.makedirs(folder, exist_ok=True)
-            for leftover in os.listdir(folder):  # temporary files of a run killed outright (SIGKILL, lost node)
-                if leftover.startswith(".") and leftover != RECORD:
-                    with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(folder, leftover))
+            _remove_temporary(folder, lambda n: n.startswith(".") and n != RECORD)
             yield folder
             return
         folder = tempfile.mkdtemp(prefix=f"mmdkit-batch-{name[:40]}-")
@@ -145,3 +194,17 @@ class Store:
         path = os.path.join(self.root, *relpath.split("/"))
         with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
+
+
+def _remove_temporary(folder: str, is_temporary) -> None:
+    """Remove the entries of ``folder`` whose names ``is_temporary`` accepts (temporary files of a run
+    killed outright, a render's frame folders); what cannot be removed is left."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(folder):
+            if is_temporary(name):
+                path = os.path.join(folder, name)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)

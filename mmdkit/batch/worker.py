@@ -8,17 +8,21 @@ job needs another, so memory stays flat however many jobs a worker runs.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import time
 
 from mmdkit.animation.frames import MOTION_FPS
-from mmdkit.animation.motion import Motion, Pose
+from mmdkit.animation.motion import Motion
 from mmdkit.batch.manifest import RENDER_OUTPUTS, parse_range
 from mmdkit.batch.plan import job_row
+from mmdkit.batch.store import RECORD
 from mmdkit.errors import MmdkitError, OptionError
-from mmdkit.formats.io import load
+from mmdkit.formats.io import load_as
 from mmdkit.model.model import Model
+from mmdkit.runtime import loading
+from mmdkit.threads import set_threads
 
 SHOWN_WARNINGS = 5
 """Load warnings of one file kept in a results row; the rest are counted."""
@@ -28,9 +32,7 @@ _model_cache = {"sig": None, "model": None}
 
 def init_worker(threads: int) -> None:
     """Worker initializer: numba uses ``threads`` threads (workers × threads ≤ cores)."""
-    import numba
-
-    numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+    set_threads(threads)
 
 
 def cached_model(path: str):
@@ -40,22 +42,36 @@ def cached_model(path: str):
     if _model_cache["sig"] != sig:
         _model_cache.update(sig=None, model=None)
         gc.collect()
-        _model_cache["model"] = _load(path, Model, "model (.pmx/.pmd/.glb/.gltf)")
+        _model_cache["model"] = load_as(path, Model, loading.MODEL_KINDS, loading.MANIFEST_NAMES["model"])
         _model_cache["sig"] = sig
     return _model_cache["model"]
 
 
-def _load(path: str, classes, what: str):
-    obj = load(path)
-    if not isinstance(obj, classes):
-        raise OptionError(path, f"is a {type(obj).__name__}, expected a {what}")
-    return obj
+def job_inputs(job, warn) -> tuple:
+    """(model, motion or pose or None, camera or None) of ``job``, loaded as ``mmdkit pose``/``render``
+    load theirs (``mmdkit.runtime.loading``): no motion → the model's ``clip`` (default its first) where
+    it carries clips, else the rest pose; ``vpd`` poses applied. Load warnings go to ``warn``."""
+    names, shown = loading.MANIFEST_NAMES, SHOWN_WARNINGS
+    model = cached_model(job.model)
+    loading.report_warnings(job.model, model.warnings, warn, shown)
+    motion, _ = loading.load_motion_for(model, job.model, job.motion, job.clip, names=names, warn=warn,
+                                        shown=shown, rest_pose=True)
+    motion = loading.apply_vpd_specs(model, motion, job.vpd, option=names["vpd"], warn=warn, shown=shown)
+    camera = (loading.load_as(job.camera, Motion, "camera motion (.vmd)", names["camera"], warn=warn, shown=shown)
+              if job.camera else None)
+    return model, motion, camera
 
 
-def _file_warnings(label: str, obj) -> list:
-    ws = [f"{label}: {w}" for w in getattr(obj, "warnings", [])[:SHOWN_WARNINGS]]
-    more = len(getattr(obj, "warnings", [])) - SHOWN_WARNINGS
-    return ws + ([f"{label}: {more} more warnings"] if more > 0 else [])
+@contextlib.contextmanager
+def naming(path: str):
+    """An OSError without a file name inside the block (a full disk, a file size limit: the write
+    itself failed) is re-raised naming ``path``, the file being written."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename or not e.strerror:
+            raise
+        raise type(e)(e.errno, e.strerror, path) from None
 
 
 def output_frames_for(motion, camera, settings: dict):
@@ -89,16 +105,18 @@ def _produce(job, output: str, folder: str, model, motion, camera, warn) -> dict
     if output in RENDER_OUTPUTS:
         from mmdkit.render.pipeline import render_motion
 
-        render_motion(model, motion, target, frames=frames[:1] if output == "png" else frames, camera=camera,
-                      size=_size(settings.get("size", "1280x720")), fps=fps, msaa=int(settings.get("msaa", 4)),
-                      physics=bool(settings["physics"]), audio=job.audio if output == "mp4" else None,
-                      progress=False, warn=warn)
+        with naming(target):
+            render_motion(model, motion, target, frames=frames[:1] if output == "png" else frames, camera=camera,
+                          size=_size(settings.get("size", "1280x720")), fps=fps, msaa=int(settings.get("msaa", 4)),
+                          physics=bool(settings["physics"]), audio=job.audio if output == "mp4" else None,
+                          progress=False, warn=warn)
     else:
         from mmdkit.export import export
 
         opts = {k: v for k, v in settings.items() if k not in ("frames", "fps", "physics")}
-        export(model, motion, target, frames=frames, fps=fps, physics=bool(settings["physics"]),
-               camera=camera if output in ("glb", "gltf") else None, warn=warn, **opts)
+        with naming(target):
+            export(model, motion, target, frames=frames, fps=fps, physics=bool(settings["physics"]),
+                   camera=camera if output in ("glb", "gltf") else None, warn=warn, **opts)
     return {"filename": filename, "size": os.path.getsize(target), "frames": 1 if output == "png" else len(frames)}
 
 
@@ -120,12 +138,7 @@ def one_line(e: BaseException) -> str:
 
 def _run(job, store, warnings: list) -> tuple[list, int]:
     warn = lambda msg: warnings.append(" ".join(str(msg).split()))  # noqa: E731
-    model = cached_model(job.model)
-    warnings.extend(_file_warnings(job.model, model))
-    motion = _load(job.motion, (Motion, Pose), "motion (.vmd) or pose (.vpd)") if job.motion else None
-    camera = _load(job.camera, Motion, "camera motion (.vmd)") if job.camera else None
-    for label, obj in ((job.motion, motion), (job.camera, camera)):
-        warnings.extend(_file_warnings(label, obj) if obj is not None else [])
+    model, motion, camera = job_inputs(job, warn)
     done, frames = [], 0
     with store.job_folder(job.name) as folder:
         for output in job.outputs:
@@ -154,7 +167,8 @@ def run_job(job, store) -> dict:
         seconds = time.perf_counter() - t0
         record = {"key": job.key, "name": job.name, "frames": frames, "seconds": round(seconds, 3),
                   "outputs": [{"filename": d["filename"], "size": d["size"]} for d in done]}
-        store.write_record(job.name, record)
+        with naming(store.location(job.name, RECORD)):
+            store.write_record(job.name, record)
     except Exception as e:  # a job's failure (MemoryError included) is its row, never the batch's end
         return job_row(job, "failed", seconds=round(time.perf_counter() - t0, 3), warnings=warnings,
                        error=f"{one_line(e)}", pid=os.getpid(), rss_mb=round(rss_mb(), 1),

@@ -26,11 +26,9 @@ SHOWN_WARNINGS = 10
 def load_as(path: str, cls, what: str, arg: str = "MODEL"):
     """``mmdkit.load(path)``, refused with an OptionError naming ``arg`` unless it is a ``cls``;
     the file's load warnings are printed (at most SHOWN_WARNINGS, then a count)."""
-    import mmdkit
+    from mmdkit.formats.io import load_as as _load_as  # not runtime.loading's: no numba for convert
 
-    obj = mmdkit.load(path)
-    if not isinstance(obj, cls):
-        raise OptionError(arg, f"{path} is a {type(obj).__name__}, expected a {what}")
+    obj = _load_as(path, cls, what, arg)
     for w in obj.warnings[:SHOWN_WARNINGS]:
         warn(f"{path}: {w}")
     if len(obj.warnings) > SHOWN_WARNINGS:
@@ -44,24 +42,11 @@ CLIP_HELP = ("A clip the MODEL file carries (glTF animations), by NAME or INDEX,
 
 def load_model_motion(model_path: str, motion_path: str | None, clip: str | None):
     """(model, motion or pose, label naming the motion's source): MOTION loaded when given, else the
-    ``clip`` (name or index, default the first) of an imported MODEL (OptionError when it has none)."""
-    from mmdkit import Model, Motion, Pose
+    ``clip`` (name or index, default the first) of an imported MODEL (OptionError when it has none).
+    The loading is ``mmdkit.runtime.loading``'s, which batch jobs share."""
+    from mmdkit.runtime.loading import load_model_motion as _load_model_motion
 
-    model = load_as(model_path, Model, "model (.pmx/.pmd/.glb/.gltf)")
-    if motion_path:
-        if clip is not None:
-            raise OptionError("--clip", f"picks a clip of MODEL when MOTION is left out; got both {motion_path} "
-                                        f"and --clip {clip}")
-        return model, load_as(motion_path, (Motion, Pose), "motion (.vmd) or pose (.vpd)", arg="MOTION"), motion_path
-    from mmdkit.importers import clips_of
-
-    clips = clips_of(model)
-    if not clips:
-        raise OptionError("MOTION", f"{model_path} carries no clips; give a motion (.vmd) or pose (.vpd)")
-    name, motion = clips.get_clip(0 if clip is None else clip, "--clip")
-    for w in motion.warnings[:SHOWN_WARNINGS]:
-        warn(f"{model_path}: {w}")
-    return model, motion, f"{model_path} clip {name!r}"
+    return _load_model_motion(model_path, motion_path, clip, warn=warn, shown=SHOWN_WARNINGS)
 
 
 def warn(message: str) -> None:
@@ -134,32 +119,8 @@ VPD_OPTION_HELP = ("Load a VPD pose onto the motion at a frame, as MMD's load po
                    "repeatable), e.g. --vpd hands.vpd@120:0.5")
 
 
-def _vpd_spec(spec: str) -> tuple[str, int, float]:
-    """``FILE.vpd@FRAME[:WEIGHT]`` → (path, frame, weight), or OptionError('--vpd', ...)."""
-    path, _, at = spec.rpartition("@")
-    if not path:
-        raise OptionError("--vpd", f"'{spec}' is not FILE.vpd@FRAME[:WEIGHT]")
-    frame, _, weight = at.partition(":")
-    try:
-        frame_i, weight_f = int(frame), float(weight) if weight else 1.0
-    except ValueError:
-        raise OptionError("--vpd", f"'{spec}': FRAME must be an integer, WEIGHT a number") from None
-    if frame_i < 0 or not 0.0 <= weight_f <= 1.0:
-        raise OptionError("--vpd", f"'{spec}': need FRAME >= 0 and 0 <= WEIGHT <= 1")
-    if not os.path.isfile(path):
-        raise OptionError("--vpd", f"'{spec}': no file {path!r}")
-    return path, frame_i, weight_f
-
-
 def apply_vpd_options(model, motion, specs):
     """The motion with each ``FILE.vpd@FRAME[:WEIGHT]`` of ``specs`` applied in order."""
-    from mmdkit import Pose
-    from mmdkit.animation.vpd import apply_pose, motion_from_pose
+    from mmdkit.runtime.loading import apply_vpd_specs
 
-    if specs and isinstance(motion, Pose):
-        motion = motion_from_pose(motion)
-    for spec in specs or ():
-        path, frame, weight = _vpd_spec(spec)
-        pose = load_as(path, Pose, "pose (.vpd)", arg="--vpd")
-        motion = apply_pose(model, motion, pose, frame, weight=weight)
-    return motion
+    return apply_vpd_specs(model, motion, specs, option="--vpd", warn=warn, shown=SHOWN_WARNINGS)

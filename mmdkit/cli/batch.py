@@ -2,7 +2,9 @@
 
 In: a JSON Lines or CSV manifest (or --models/--motions glob patterns), options. Out: one folder
 per job under OUT_DIR, OUT_DIR/results.jsonl and results.csv; exit 0 when every job is ok or
-skipped, 1 when a job failed (the batch still ran every other job), 2 for a malformed manifest.
+skipped, 1 when a job failed (the batch still ran every other job), 2 for a malformed manifest or an
+OUT_DIR another batch is running in, 130 on Ctrl-C (after saying how many jobs are done; the same
+command resumes).
 """
 
 from __future__ import annotations
@@ -71,10 +73,20 @@ def command(manifest, out, models, motions, outputs, frames, camera, audio, phys
     if dry_run:
         p = plan(pick(jobs, shard), Store(out), force=force)
         click.echo(f"{p.total} jobs: {len(p.todo)} to run, {len(p.skipped)} done already, {len(p.failed)} failing "
-                   f"(missing input)")
+                   f"(missing or unreadable input)")
         return
-    summary = run_batch(jobs, out, workers=workers, ray=ray_address, shard_spec=shard, force=force,
-                        quiet=quiet, threads=threads, cpus_per_job=cpus_per_job)
+    try:
+        summary = run_batch(jobs, out, workers=workers, ray=ray_address, shard_spec=shard, force=force,
+                            quiet=quiet, threads=threads, cpus_per_job=cpus_per_job)
+    except (KeyboardInterrupt, SystemExit) as e:  # Ctrl-C, SIGTERM: the results table lists what finished
+        s = getattr(e, "batch_summary", None)
+        if s is None:
+            raise
+        click.echo(f"mmdkit: batch: interrupted: {s.done} of {s.total} jobs done; run the same command again "
+                   f"to resume", err=True)
+        if isinstance(e, KeyboardInterrupt):
+            click.get_current_context().exit(130)
+        raise
     for row in summary.rows:
         if row["status"] == "failed":
             click.echo(f"mmdkit: batch: {row['name']} failed: {row['error']}", err=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 
-from mmdkit.errors import BuildError, FormatError
+from mmdkit.errors import BuildError, FormatError, OptionError
 from mmdkit.fileutil import atomic_path
 from mmdkit.formats.registry import reader_for, writer_for
 from mmdkit.model.model import Model
@@ -53,6 +53,15 @@ def load(path):
     """Read a PMX/PMD (→ Model), VMD (→ Motion) or VPD (→ Pose) file, chosen by extension."""
     reader = reader_for(path)
     return reader.read(read_bytes(path), str(path))
+
+
+def load_as(path, cls, what: str, option: str):
+    """``load(path)``, refused with an OptionError naming ``option`` (how the caller shows the input:
+    'MODEL', 'motion', ...) unless it is a ``cls`` — the one check of what a command or a batch job was given."""
+    obj = load(path)
+    if not isinstance(obj, cls):
+        raise OptionError(option, f"{path} is a {type(obj).__name__}, expected a {what}")
+    return obj
 
 
 def serialize(obj, ext: str, path: str = "") -> bytes:
