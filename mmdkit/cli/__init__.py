@@ -27,7 +27,7 @@ from mmdkit.errors import MmdkitError, OptionError
 GC_THRESHOLD = 200_000
 
 #: subcommands that run numba kernels (``main`` imports numba for them without its BLAS probe)
-NUMBA_COMMANDS = frozenset({"pose", "bench", "render", "export", "batch"})
+NUMBA_COMMANDS = frozenset({"pose", "bench", "render", "export", "batch", "view"})
 
 # name -> (module, one-line help shown by `mmdkit --help`)
 SUBCOMMANDS = {
@@ -37,6 +37,7 @@ SUBCOMMANDS = {
     "bench": ("mmdkit.cli.bench", "Time each per-frame stage (sample, morph, bones, physics, skin)."),
     "render": ("mmdkit.cli.render", "Render a model dancing to a motion into a video, a PNG or PNG frames."),
     "export": ("mmdkit.cli.export", "Bake a motion (IK, physics) into glTF/GLB, BVH, a baked VMD or dataset arrays."),
+    "view": ("mmdkit.cli.view", "Play a model and motion in the browser: timeline, physics, camera, bones, rigid bodies."),
     "batch": ("mmdkit.cli.batch", "Run many model × motion jobs (manifest or globs) to npz/glb/bvh/vmd/mp4, resumable."),
 }
 

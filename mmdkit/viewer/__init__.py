@@ -1,0 +1,96 @@
+"""Interactive viewer: a local web page that plays a character with its physics, in any browser.
+
+In: a ``Model``, a ``Motion`` / ``Pose`` (or None), the model's GLB bytes (skinned mesh + skeleton in
+its rest pose, as mmdkit's glTF exporter writes them), options. Out: a running ``Viewer`` (its
+``url``; ``stop()``; shown inline by Jupyter through ``_repr_html_``). The page (static/, three.js
+vendored under static/three/, MIT) loads the GLB once, then fetches each frame's bone transforms and
+morph weights, which a background thread bakes with ``mmdkit.runtime.Character`` (Bullet physics
+on and off) ahead of the playhead; the browser interpolates between frames at its own rate.
+A sink beside render and export: it imports runtime, physics and below, never render or export.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import threading
+import time
+
+from mmdkit.animation.binding import bind_motion
+from mmdkit.animation.motion import Motion, Pose
+from mmdkit.animation.vpd import motion_from_pose
+from mmdkit.errors import OptionError
+from mmdkit.physics import physics_for
+from mmdkit.viewer.frames import FrameStore
+from mmdkit.viewer.scene import glb_json, scene_info, skin_map
+from mmdkit.viewer.server import ViewerContent, ViewerServer
+
+__all__ = ["Viewer", "serve", "num_frames", "binding_report"]
+
+AUDIO_TYPES = {".wav": "audio/wav", ".mp3": "audio/mpeg", ".ogg": "audio/ogg", ".m4a": "audio/mp4",
+               ".aac": "audio/aac", ".flac": "audio/flac"}
+"""Song extensions the page can play (Web Audio decodes them) → MIME type."""
+
+
+def num_frames(motion, camera=None) -> int:
+    """Frames the viewer plays: 0 … the last key of the motion or camera motion (1 for a pose)."""
+    last = [m.last_frame for m in (motion, camera) if isinstance(m, Motion)]
+    return int(max(last, default=0)) + 1
+
+
+def binding_report(model, motion) -> str:
+    """How the motion's tracks bound to the model (``BindingReport`` as text), or a note."""
+    if motion is None:
+        return "no motion: the rest pose"
+    return str(bind_motion(model, motion_from_pose(motion) if isinstance(motion, Pose) else motion).report())
+
+
+class Viewer:
+    """A running viewer: ``url``, ``stop()``, ``wait()`` (until stopped); Jupyter shows the page inline."""
+
+    def __init__(self, server: ViewerServer):
+        self.server = server
+        self.url = server.url
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        if not self._stopped.is_set():
+            self.server.stop()
+            self._stopped.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until ``stop()`` (or ``timeout`` seconds); True when stopped."""
+        return self._stopped.wait(timeout)
+
+    def _repr_html_(self) -> str:
+        url = html.escape(self.url, quote=True)
+        return (f'<iframe src="{url}" width="100%" height="560" style="border:0" allow="autoplay"></iframe>'
+                f'<div><a href="{url}" target="_blank">{url}</a></div>')
+
+    def __repr__(self) -> str:
+        return f"Viewer({self.url})"
+
+
+def serve(model, motion, glb: bytes, *, scale: float, physics: bool = True, camera_track=None, audio_path=None,
+          host: str = "127.0.0.1", port: int = 0, frames: int | None = None, notes: dict | None = None) -> Viewer:
+    """Start the server for ``model`` posed by ``motion`` (the GLB written with ``scale`` glTF units
+    per MMD unit); ``camera_track`` (F, 8) float32 eye, quaternion, fov in glTF space; ``audio_path``
+    a song; port 0 picks a free one (OptionError('port') when the port is taken)."""
+    t0 = time.perf_counter()
+    doc = glb_json(glb)
+    joint_bone, target_morph = skin_map(model, doc)
+    store = FrameStore(model, motion, physics_for(model, physics), scale=scale,
+                       target_morph=target_morph, num_frames=frames or num_frames(motion))
+    audio = None
+    if audio_path is not None:
+        mime = AUDIO_TYPES.get(os.path.splitext(os.fspath(audio_path))[1].lower())
+        if mime is None:
+            raise OptionError("audio", f"{os.fspath(audio_path)}: not a song the page can play; "
+                                       f"use {', '.join(AUDIO_TYPES)}")
+        with open(audio_path, "rb") as f:
+            audio = (f.read(), mime)
+    info = scene_info(model, scale=scale, joint_bone=joint_bone, target_morph=target_morph)
+    notes = dict(notes or {}, scale=scale, report=(notes or {}).get("report") or binding_report(model, motion))
+    notes.setdefault("timings", {})["viewer setup"] = 1e3 * (time.perf_counter() - t0)
+    content = ViewerContent(glb=glb, frames=store, info=info, camera=camera_track, audio=audio, notes=notes)
+    return Viewer(ViewerServer(content, host, port).start())

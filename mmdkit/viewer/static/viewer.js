@@ -1,0 +1,301 @@
+// mmdkit viewer page: loads /model.glb (rest pose) and poses it from frames the server streams
+// (/frames: per bone world position + quaternion, then morph target weights, glTF space), at the
+// browser's frame rate, interpolating between motion frames. window.__mmdkit is the test hook.
+import * as THREE from 'three';
+import { GLTFLoader } from 'three/addons/loaders/GLTFLoader.js';
+import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
+import { Overlays } from '/static/overlays.js';
+
+const CHUNK = 120;                    // frames per /frames request
+const $ = (id) => document.getElementById(id);
+const info = await (await fetch('/info.json')).json();
+const F = info.num_frames, B = info.bone_name.length, STRIDE = info.stride, FPS = info.fps;
+const scale = info.notes.scale || 0.08;
+$('title').textContent = info.name || 'mmdkit viewer';
+$('last').textContent = F - 1;
+$('timeline').max = F - 1;
+$('report').textContent = info.notes.report || '(no motion)';
+if (!info.has_physics) { $('physics').checked = false; $('physics').disabled = true; }
+if (!info.has_camera) $('follow').disabled = true; else $('follow').checked = true;
+
+// --- renderer, scene, camera -------------------------------------------------------------------
+const view = $('view');
+const params = new URLSearchParams(location.search);  // ?aa=0: no multisampling (faster in software GL)
+const renderer = new THREE.WebGLRenderer({ antialias: params.get('aa') !== '0', preserveDrawingBuffer: true });
+renderer.setPixelRatio(window.devicePixelRatio);
+view.appendChild(renderer.domElement);
+const scene = new THREE.Scene();
+scene.background = new THREE.Color(0xe8ebf0);
+scene.add(new THREE.HemisphereLight(0xffffff, 0x8a8a9a, 2.2));
+const sun = new THREE.DirectionalLight(0xffffff, 1.6);
+sun.position.set(-1, 3, 2);
+scene.add(sun);
+const floor = new THREE.Group();
+const floorPlane = new THREE.Mesh(new THREE.CircleGeometry(10, 64),
+                                  new THREE.MeshLambertMaterial({ color: 0xc9ced8 }));
+floorPlane.rotation.x = -Math.PI / 2;
+floor.add(floorPlane);
+const grid = new THREE.GridHelper(20, 40, 0x9aa1ad, 0xb4bac4);
+grid.position.y = 0.001;
+floor.add(grid);
+scene.add(floor);
+
+const camera = new THREE.PerspectiveCamera(30, 1, 0.05, 500);
+const controls = new OrbitControls(camera, renderer.domElement);
+function resize() {
+  const w = view.clientWidth || 640, h = view.clientHeight || 480;
+  renderer.setSize(w, h);
+  camera.aspect = w / h;
+  camera.updateProjectionMatrix();
+}
+window.addEventListener('resize', resize);
+resize();
+
+// --- the character -------------------------------------------------------------------------------
+const gltf = await new GLTFLoader().loadAsync('/model.glb');
+const glbLoadedMs = performance.now();
+scene.add(gltf.scene);
+const meshes = [];
+let joints = [];
+gltf.scene.traverse((o) => {
+  if (!o.isMesh) return;
+  o.frustumCulled = false;
+  o.material = toon(o.material);
+  if (o.morphTargetInfluences) meshes.push(o);
+  if (o.isSkinnedMesh && !joints.length) joints = o.skeleton.bones;
+});
+frameCharacter(new THREE.Box3().setFromObject(gltf.scene));
+for (const bone of joints) { bone.matrixAutoUpdate = false; bone.matrixWorldAutoUpdate = false; }
+const trimmed = new Map();
+for (const mesh of meshes) trimMorphs(mesh);
+
+// the orbit camera frames the character's rest pose: the whole height, from the front (+z in glTF)
+function frameCharacter(box) {
+  if (box.isEmpty()) box.set(new THREE.Vector3(-0.5, 0, -0.5), new THREE.Vector3(0.5, 1.7, 0.5));
+  const size = box.getSize(new THREE.Vector3()), center = box.getCenter(new THREE.Vector3());
+  const fit = Math.max(size.y, size.x / camera.aspect) * 1.15;
+  controls.target.copy(center);
+  camera.position.set(center.x, center.y + 0.05 * size.y, center.z + fit / (2 * Math.tan(THREE.MathUtils.degToRad(camera.fov / 2))));
+  camera.near = fit / 100; camera.far = fit * 200;
+  camera.updateProjectionMatrix();
+  controls.update();
+}
+
+// MMD's look (and cheap in software GL): toon shading with the model's textures
+function toon(m) {
+  if (Array.isArray(m)) return m.map(toon);
+  const t = new THREE.MeshToonMaterial({ color: m.color, map: m.map, transparent: m.transparent, opacity: m.opacity,
+                                         alphaTest: m.alphaTest, side: m.side, name: m.name });
+  m.dispose();
+  return t;
+}
+
+// Keep only the morph targets that move a vertex of this primitive: the exporter writes every
+// target on every primitive (one shared vertex array), and three.js builds one morph texture per
+// geometry, (vertices × targets) texels, processed for every vertex each frame.
+function trimMorphs(mesh) {
+  const geo = mesh.geometry;
+  if (!trimmed.has(geo)) {
+    const targets = geo.morphAttributes.position || [];
+    const used = new Uint8Array(geo.attributes.position.count);
+    if (geo.index) for (const i of geo.index.array) used[i] = 1; else used.fill(1);
+    const keep = [];
+    targets.forEach((attr, t) => {
+      const a = attr.array;
+      for (let v = 0; v < used.length; v++) {
+        if (used[v] && (a[3 * v] !== 0 || a[3 * v + 1] !== 0 || a[3 * v + 2] !== 0)) { keep.push(t); break; }
+      }
+    });
+    for (const key of Object.keys(geo.morphAttributes)) {
+      if (keep.length) geo.morphAttributes[key] = keep.map((t) => geo.morphAttributes[key][t]);
+      else delete geo.morphAttributes[key];
+    }
+    trimmed.set(geo, keep);
+  }
+  const keep = trimmed.get(geo);
+  mesh.userData.targets = keep;
+  if (keep.length) {
+    mesh.updateMorphTargets();
+  } else {
+    delete mesh.morphTargetInfluences; delete mesh.morphTargetDictionary;
+  }
+}
+const jointBone = info.joint_bone;
+const boneMat = Array.from({ length: B }, () => new THREE.Matrix4());
+const overlays = new Overlays(scene, info, boneMat, scale);
+
+// --- frames: fetched in chunks, kept per physics setting ------------------------------------------
+const chunks = new Map();             // "p:c" -> Float32Array (complete) | 'pending'
+function chunkKey(phys, c) { return (phys ? 1 : 0) + ':' + c; }
+function want(phys, c) {
+  if (c < 0 || c * CHUNK >= F) return;
+  const key = chunkKey(phys, c);
+  if (chunks.has(key)) return;
+  chunks.set(key, 'pending');
+  fetch(`/frames?physics=${phys ? 1 : 0}&start=${c * CHUNK}&count=${CHUNK}`)
+    .then((r) => r.arrayBuffer())
+    .then((buf) => {
+      const rows = new Float32Array(buf);
+      const expect = Math.min(CHUNK, F - c * CHUNK) * STRIDE;
+      if (rows.length === expect) chunks.set(key, rows); else chunks.delete(key);  // not baked yet: ask again
+    })
+    .catch(() => chunks.delete(key));
+}
+function row(phys, f) {
+  const c = Math.floor(f / CHUNK), data = chunks.get(chunkKey(phys, c));
+  if (!(data instanceof Float32Array)) return null;
+  const r = f - c * CHUNK;
+  return data.subarray(r * STRIDE, (r + 1) * STRIDE);
+}
+
+const pa = new THREE.Vector3(), pb = new THREE.Vector3(), qa = new THREE.Quaternion(), qb = new THREE.Quaternion();
+const one = new THREE.Vector3(1, 1, 1);
+function applyPose(ra, rb, w) {
+  for (let b = 0; b < B; b++) {
+    const o = b * 7;
+    pa.set(ra[o], ra[o + 1], ra[o + 2]); pb.set(rb[o], rb[o + 1], rb[o + 2]);
+    qa.set(ra[o + 3], ra[o + 4], ra[o + 5], ra[o + 6]); qb.set(rb[o + 3], rb[o + 4], rb[o + 5], rb[o + 6]);
+    if (w > 0) { pa.lerp(pb, w); qa.slerp(qb, w); }
+    boneMat[b].compose(pa, qa, one);
+  }
+  for (let j = 0; j < joints.length; j++) if (jointBone[j] >= 0) joints[j].matrixWorld.copy(boneMat[jointBone[j]]);
+  const m0 = B * 7, T = STRIDE - m0;
+  for (const mesh of meshes) {
+    const inf = mesh.morphTargetInfluences, keep = mesh.userData.targets;
+    if (!inf) continue;
+    for (let k = 0; k < keep.length; k++) { const t = m0 + keep[k]; inf[k] = ra[t] + (rb[t] - ra[t]) * w; }
+  }
+}
+
+// --- camera motion ----------------------------------------------------------------------------------
+let cameraTrack = null;
+if (info.has_camera) cameraTrack = new Float32Array(await (await fetch('/camera.bin')).arrayBuffer());
+function followCamera(f) {
+  const a = Math.floor(f), b = Math.min(a + 1, F - 1), w = f - a, A = a * 8, Bo = b * 8;
+  const lerp = (k) => cameraTrack[A + k] + (cameraTrack[Bo + k] - cameraTrack[A + k]) * w;
+  camera.position.set(lerp(0), lerp(1), lerp(2));
+  qa.set(cameraTrack[A + 3], cameraTrack[A + 4], cameraTrack[A + 5], cameraTrack[A + 6]);
+  qb.set(cameraTrack[Bo + 3], cameraTrack[Bo + 4], cameraTrack[Bo + 5], cameraTrack[Bo + 6]);
+  camera.quaternion.copy(qa.slerp(qb, w));
+  if (Math.abs(camera.fov - lerp(7)) > 1e-3) { camera.fov = lerp(7); camera.updateProjectionMatrix(); }
+}
+
+// --- audio (Web Audio: starts at the playhead, the playhead follows it) --------------------------------
+let audio = null, source = null, audioStart = 0;
+if (info.has_audio) {
+  const ctx = new AudioContext();
+  fetch('/audio').then((r) => r.arrayBuffer()).then((buf) => ctx.decodeAudioData(buf))
+    .then((buffer) => { audio = { ctx, buffer }; }).catch((e) => { $('status').textContent = 'audio: ' + e; });
+}
+function audioPlaying() { return source !== null && audio.ctx.state === 'running'; }
+function startAudio() {
+  if (!audio) return;
+  audio.ctx.resume();
+  source = audio.ctx.createBufferSource();
+  source.buffer = audio.buffer;
+  source.connect(audio.ctx.destination);
+  source.start(0, Math.min(time, audio.buffer.duration));
+  audioStart = audio.ctx.currentTime - time;
+}
+function stopAudio() { if (source) { source.stop(); source.disconnect(); source = null; } }
+
+// --- playback state ------------------------------------------------------------------------------------
+let time = 0, playing = false, physics = $('physics').checked, shown = -1, shownPhysics = physics;
+let firstFrameMs = null, last = null;
+const frameTimes = [];
+function setPlaying(p) {
+  playing = p;
+  $('play').textContent = p ? '❚❚' : '▶';
+  if (p) startAudio(); else stopAudio();
+}
+function seek(f) {
+  time = Math.min(Math.max(0, f), F - 1) / FPS;
+  if (playing) { stopAudio(); startAudio(); }
+}
+$('play').onclick = () => setPlaying(!playing);
+$('timeline').oninput = (e) => seek(parseFloat(e.target.value));
+$('physics').onchange = (e) => { physics = e.target.checked; };
+for (const id of ['bones', 'bodies', 'hitboxes']) $(id).onchange = (e) => overlays.show(id, e.target.checked);
+$('floor').onchange = (e) => { floor.visible = e.target.checked; };
+window.addEventListener('keydown', (e) => { if (e.code === 'Space') { setPlaying(!playing); e.preventDefault(); } });
+renderer.domElement.addEventListener('click', (e) => {
+  const r = renderer.domElement.getBoundingClientRect();
+  const hit = overlays.pick(camera, ((e.clientX - r.left) / r.width) * 2 - 1, -((e.clientY - r.top) / r.height) * 2 + 1);
+  $('picked').textContent = hit;
+});
+
+function tick(now) {
+  requestAnimationFrame(tick);
+  const elapsed = last === null ? 0 : now - last, dt = Math.min(elapsed, 250);  // a stall does not jump ahead
+  if (last !== null) frameTimes.push(elapsed);
+  last = now;
+  if (frameTimes.length > 600) frameTimes.shift();
+  if (playing) {
+    time = audio && audioPlaying() ? audio.ctx.currentTime - audioStart : time + dt / 1000;
+    if (time * FPS >= F - 1) { time = 0; if (source) { stopAudio(); startAudio(); } }
+  }
+  const f = Math.min(time * FPS, F - 1), a = Math.floor(f), b = Math.min(a + 1, F - 1);
+  const c = Math.floor(a / CHUNK);
+  want(physics, c); want(physics, c + 1); want(physics, c + 2);
+  const ra = row(physics, a), rb = row(physics, b);
+  if (ra && rb) {
+    applyPose(ra, rb, f - a);
+    shown = f; shownPhysics = physics;
+    overlays.update();
+    if (firstFrameMs === null) firstFrameMs = performance.now();
+  }
+  if (cameraTrack && $('follow').checked) { controls.enabled = false; followCamera(f); }
+  else { controls.enabled = true; controls.update(); }
+  $('frame').textContent = f.toFixed(1);
+  if (document.activeElement !== $('timeline')) $('timeline').value = f;
+  renderer.render(scene, camera);
+}
+requestAnimationFrame(tick);
+
+// --- status and timings panel --------------------------------------------------------------------------
+function stats() {
+  const t = frameTimes.slice(-120).sort((x, y) => x - y);
+  if (!t.length) return null;
+  const mean = t.reduce((s, x) => s + x, 0) / t.length;
+  return { mean, p50: t[Math.floor(t.length / 2)], p95: t[Math.floor(t.length * 0.95)], max: t[t.length - 1] };
+}
+async function poll() {
+  try {
+    const st = await (await fetch('/state.json')).json();
+    const s = stats();
+    const baked = info.has_physics ? st.baked.physics : st.baked.kinematic;
+    $('status').textContent = (st.error ? 'bake failed: ' + st.error + ' · ' : '')
+      + (baked < F ? `baking ${baked}/${F} · ` : '') + (s ? `${(1000 / s.mean).toFixed(0)} fps (${s.mean.toFixed(1)} ms/frame)` : '');
+    const lines = Object.entries(info.notes.timings || {}).map(([k, v]) => `${k}: ${v.toFixed(0)} ms`);
+    lines.push(`page: GLB loaded ${glbLoadedMs.toFixed(0)} ms, first frame ${firstFrameMs === null ? '…' : firstFrameMs.toFixed(0)} ms`);
+    lines.push(`posing per frame (${info.has_physics ? 'with physics' : 'no physics'}):`);
+    for (const [k, v] of Object.entries(st.stage_ms)) lines.push(`  ${k}: ${v.toFixed(3)} ms`);
+    if (s) lines.push(`browser frame: mean ${s.mean.toFixed(1)}, p95 ${s.p95.toFixed(1)}, max ${s.max.toFixed(1)} ms`);
+    $('timings').textContent = lines.join('\n');
+  } catch (e) { $('status').textContent = 'server gone'; }
+  setTimeout(poll, 1000);
+}
+poll();
+
+// --- test hook ------------------------------------------------------------------------------------------
+const v = new THREE.Vector3(), q = new THREE.Quaternion(), sc = new THREE.Vector3();
+window.__mmdkit = {
+  info,
+  ready: () => firstFrameMs !== null,
+  firstFrameMs: () => firstFrameMs,
+  frame: () => shown,
+  physics: () => shownPhysics,
+  seek: (f) => seek(f),
+  play: () => setPlaying(true),
+  pause: () => setPlaying(false),
+  setPhysics: (p) => { $('physics').checked = p; physics = p; },
+  show: (id, on) => { $(id).checked = on; overlays.show(id, on); },
+  frameTimes: () => frameTimes.slice(),
+  three: { THREE, renderer, scene, camera, character: gltf.scene, floor },
+  // the rendered skeleton's joints: world position and rotation (x y z w), MMD space (units, z flipped back)
+  bonePositions: () => joints.map((bone, j) => {
+    bone.matrixWorld.decompose(v, q, sc);
+    return { bone: jointBone[j], name: info.bone_name[jointBone[j]], position: [v.x / scale, v.y / scale, -v.z / scale],
+             rotation: [-q.x, -q.y, q.z, q.w] };
+  }),
+};

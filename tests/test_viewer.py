@@ -1,0 +1,260 @@
+"""`mmdkit view` in a real browser: Debian's Chromium, headless, WebGL in software (SwiftShader).
+
+One server (`mmdkit view --demo --no-browser`, Gene_light dancing WAVEFILE with physics) and one
+browser serve the whole module. The page exposes ``window.__mmdkit`` (its shown frame, the world
+positions of the skeleton it renders); poses are compared with ``mmdkit.runtime.pose``. Waits are
+generous (a loaded 2-core machine renders a frame in software in ~0.2 s); nothing asserts time.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+from PIL import Image
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+import mmdkit
+from mmdkit.demo import demo_character
+from mmdkit.importers.scene import quaternions_from_rotations
+from mmdkit.physics import physics_for
+from mmdkit.runtime import pose
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+BACKGROUND = np.array([0xE8, 0xEB, 0xF0])  # the page's clear colour (viewer.js)
+HAIR = "髪"  # Gene's hair bones: 前髪…, 右横髪…, 後髪…
+SCRUB = 240  # a frame mid-dance, hair swinging
+
+
+def _start(args, timeout=180.0):
+    """(process, url): `mmdkit view ARGS --no-browser` started, its URL read from stdout."""
+    proc = subprocess.Popen([sys.executable, "-m", "mmdkit", "view", *args, "--no-browser", "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()  # blocks until the URL (or EOF when it failed)
+    m = re.search(r"http://\S+/", line)
+    if not m:
+        proc.kill()
+        pytest.fail(f"mmdkit view printed no URL: {line!r} {proc.stderr.read()}")
+    return proc, m.group(0)
+
+
+def _stop(proc) -> int:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server():
+    proc, url = _start(["--demo"])
+    yield url
+    _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--use-angle=swiftshader",
+              "--enable-unsafe-swiftshader", "--window-size=900,640", "--mute-audio"):
+        opts.add_argument(a)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver.set_script_timeout(120)
+    yield driver
+    driver.quit()
+
+
+def _wait(driver, script: str, timeout: float = 120.0, what: str = ""):
+    """Poll ``return <script>`` until truthy; its value."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = driver.execute_script(f"return {script}")
+        if value:
+            return value
+        time.sleep(0.2)
+    pytest.fail(f"page never showed {what or script}")
+
+
+@pytest.fixture(scope="module")
+def page(server, browser):
+    browser.get(server)
+    _wait(browser, "window.__mmdkit && window.__mmdkit.ready()", what="the character's first frame")
+    browser.find_element(By.ID, "floor").click()  # the floor off: what is not background is the character
+    return browser
+
+
+def _canvas(driver) -> np.ndarray:
+    """(H, W, 3) uint8 screenshot of the 3D view (left of the panel)."""
+    png = driver.get_screenshot_as_png()
+    img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    width = driver.execute_script("return document.getElementById('view').clientWidth")
+    return img[:, :width]
+
+
+def _seek(driver, frame: int, physics: bool):
+    """Pause, go to ``frame`` with physics on/off, wait until the page shows exactly that."""
+    driver.execute_script(f"__mmdkit.pause(); __mmdkit.setPhysics({str(physics).lower()}); __mmdkit.seek({frame})")
+    _wait(driver, f"__mmdkit.frame() === {frame} && __mmdkit.physics() === {str(physics).lower()}",
+          what=f"frame {frame}")
+    time.sleep(0.3)  # one more animation frame drawn
+
+
+def _bone_positions(driver) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bone indices (J,), positions (J, 3), rotations (J, 4) x y z w), MMD space, of the skeleton
+    the page renders."""
+    rows = driver.execute_script("return __mmdkit.bonePositions()")
+    return (np.array([r["bone"] for r in rows]), np.array([r["position"] for r in rows], np.float64),
+            np.array([r["rotation"] for r in rows], np.float64))
+
+
+def _degrees(q: np.ndarray, bone_world: np.ndarray) -> np.ndarray:
+    """(J,) angle in degrees between rotations q (J, 4) and those of bone_world (J, 4, 4)."""
+    dot = np.abs((q * quaternions_from_rotations(bone_world[:, :3, :3])).sum(axis=1))
+    return np.degrees(2 * np.arccos(np.clip(dot, 0.0, 1.0)))
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """Gene + WAVEFILE posed by mmdkit at frames 0..SCRUB, with and without physics."""
+    model, motion = demo_character()
+    frames = np.arange(SCRUB + 1, dtype=np.float64)
+    return (model, pose(model, motion, frames, physics=physics_for(model, True))["bone_world"][SCRUB],
+            pose(model, motion, [SCRUB])["bone_world"][0])
+
+
+def test_page_shows_the_character_and_plays(page, tmp_path):
+    _seek(page, 0, True)
+    first = _canvas(page)
+    drawn = np.abs(first.astype(int) - BACKGROUND).sum(axis=2) > 30
+    assert drawn.mean() > 0.01, "the canvas is blank"
+    ys, xs = np.nonzero(drawn)
+    H, W = drawn.shape
+    assert W * 0.25 < xs.mean() < W * 0.75 and H * 0.15 < ys.mean() < H * 0.85  # the character, framed
+    assert ys.max() - ys.min() > 0.5 * H  # ... filling most of the height
+    page.find_element(By.ID, "play").click()
+    _wait(page, "__mmdkit.frame() > 20", what="playback past frame 20")
+    page.find_element(By.ID, "play").click()
+    later = _canvas(page)
+    changed = np.abs(later.astype(int) - first.astype(int)).sum(axis=2) > 30
+    assert changed.mean() > 0.002, "the picture did not change while playing"
+
+
+def test_scrubbing_shows_that_frames_pose(page, reference):
+    model, with_physics, _ = reference
+    _seek(page, SCRUB, True)
+    bone, shown, rotation = _bone_positions(page)
+    assert (bone >= 0).all() and len(bone) > 100
+    err = np.linalg.norm(shown - with_physics[bone, :3, 3], axis=1)
+    assert err.max() < 0.02, f"bone {model.bone_name[bone[err.argmax()]]} off by {err.max():.4f} MMD units"
+    angle = _degrees(rotation, with_physics[bone])
+    assert angle.max() < 0.5, f"bone {model.bone_name[bone[angle.argmax()]]} turned {angle.max():.2f}° off"
+
+
+def test_physics_toggle_changes_the_hair(page, reference):
+    model, with_physics, without = reference
+    _seek(page, SCRUB, True)
+    bone, _, on = _bone_positions(page)
+    picture_on = _canvas(page)
+    page.find_element(By.ID, "physics").click()  # the page's own toggle, off
+    _wait(page, f"__mmdkit.physics() === false && __mmdkit.frame() === {SCRUB}", what="physics off")
+    time.sleep(0.5)
+    _, off_position, off = _bone_positions(page)
+    picture_off = _canvas(page)
+    page.find_element(By.ID, "physics").click()
+    hair = np.array([HAIR in model.bone_name[b] for b in bone])
+    turned = _degrees(on, with_physics[bone])  # on: physics' pose ...
+    assert turned.max() < 0.5
+    assert _degrees(off, without[bone]).max() < 0.5  # off: the keys' pose
+    assert np.linalg.norm(off_position - without[bone, :3, 3], axis=1).max() < 0.02
+    swing = _degrees(off, with_physics[bone])  # ... and they differ in the hair
+    assert swing[hair].max() > 5.0, "the hair did not change with physics"
+    assert swing[bone == model.bone_name.index("頭")].max() < 0.5  # the head is the same either way
+    assert (np.abs(picture_on.astype(int) - picture_off.astype(int)).sum(axis=2) > 30).mean() > 0.0005
+
+
+def test_overlays_draw_bones_and_rigid_bodies(page):
+    _seek(page, SCRUB, True)
+    plain = _canvas(page)
+    for toggle in ("bones", "bodies", "hitboxes"):
+        page.find_element(By.ID, toggle).click()
+        time.sleep(0.5)
+        shown = _canvas(page)
+        page.find_element(By.ID, toggle).click()
+        assert (np.abs(shown.astype(int) - plain.astype(int)).sum(axis=2) > 30).mean() > 0.001, toggle
+    text = page.find_element(By.ID, "report").text
+    assert "bone tracks" in text  # the binding report is on the page
+    assert "physics" in page.find_element(By.ID, "timings").text  # per-stage timings too
+
+
+def test_a_closed_tab_does_not_stop_the_others(page, server):
+    first = page.current_window_handle
+    page.switch_to.new_window("tab")
+    page.get(server)
+    _wait(page, "window.__mmdkit && window.__mmdkit.ready()", what="the second tab's first frame")
+    page.close()
+    page.switch_to.window(first)
+    _seek(page, 1500, True)  # frames the first tab never fetched: the server still answers
+    assert page.execute_script("return __mmdkit.frame()") == 1500
+
+
+def test_frame_times_are_reported(page):
+    page.execute_script("__mmdkit.play()")
+    time.sleep(2)
+    page.execute_script("__mmdkit.pause()")
+    times = page.execute_script("return __mmdkit.frameTimes()")
+    assert len(times) > 5 and all(t > 0 for t in times)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_port_in_use_is_one_line_and_sigterm_leaves_nothing(assets):
+    model = str(assets / "fixtures" / "babylon-mmd")
+    pmx = next(os.path.join(model, f) for f in sorted(os.listdir(model)) if f.endswith(".pmx"))
+    port = _free_port()
+    proc, url = _start([pmx, "--port", str(port)])
+    assert url == f"http://127.0.0.1:{port}/"
+    taken = subprocess.run([sys.executable, "-m", "mmdkit", "view", pmx, "--port", str(port), "--no-browser"],
+                           capture_output=True, text=True, timeout=120)
+    assert taken.returncode == 2
+    assert taken.stderr.strip().count("\n") == 0 and "--port" in taken.stderr and "in use" in taken.stderr
+    children = subprocess.run(["ps", "-o", "pid=", "--ppid", str(proc.pid)], capture_output=True, text=True).stdout
+    assert _stop(proc) == 128 + signal.SIGTERM
+    assert not children.strip()  # it started no processes of its own
+    with pytest.raises(OSError):
+        urllib.request.urlopen(url, timeout=5)
+
+
+def test_view_in_python_gives_a_notebook_iframe(assets):
+    model = mmdkit.load(assets / "gltf" / "CesiumMan.glb")
+    viewer = mmdkit.view(model)
+    try:
+        html = viewer._repr_html_()
+        assert "<iframe" in html and viewer.url in html
+        with urllib.request.urlopen(viewer.url + "info.json", timeout=30) as r:
+            info = __import__("json").load(r)
+        assert info["num_frames"] == 1 and min(info["joint_bone"]) >= 0
+        with urllib.request.urlopen(viewer.url + "frames?physics=1&start=0&count=1", timeout=60) as r:
+            row = np.frombuffer(r.read(), "<f4")
+        assert row.shape == (info["stride"],) and np.isfinite(row).all()
+    finally:
+        viewer.stop()
+    with pytest.raises(OSError):
+        urllib.request.urlopen(viewer.url, timeout=5)
