@@ -9,15 +9,20 @@ identical vertices, so its vertex order and count differ).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 from test_import_gltf import engine_skinning, gltf_skinning, run, size_of
 
 import mmdkit
-from mmdkit.errors import FormatError
+from mmdkit.errors import FormatError, OptionError
 from mmdkit.importers import clips_of, load_gltf_scene
 from mmdkit.importers.assimp import DEFAULT_FLAGS, EXTENSIONS, assimp_asset, load_assimp_scene, read_assimp_raw
 
@@ -194,3 +199,187 @@ def test_missing_extension_says_what_to_install(models):
             "except UnavailableError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
     assert out.strip() == "Assimp support needs libassimp-dev: run scripts/setup.sh"
+
+
+# --- Assimp runs in a helper process's workers: crashes, hangs and limits are one line ---------------------------
+
+FUZZ = json.loads((Path(__file__).parent / "data" / "assimp_fuzz" / "cases.json").read_text())["cases"]
+NONNUMERIC_SKIN_WEIGHTS = (b'xof 0303txt 0032\nMesh m {\n 3;\n 0;0;0;,\n 1;0;0;,\n 0;1;0;;\n 1;\n 3;0,1,2;;\n'
+                           b' SkinWeights {\n  "b";\n  2;\n  `,\n  1;\n  1.0,\n  1.0;\n'
+                           b'  1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1;;\n }\n}\n')
+
+
+def fuzz_case(models, folder, case_id: str) -> Path:
+    """The fuzz case's file, rebuilt from its seed (tests/data/assimp_fuzz/cases.json)."""
+    c = next(c for c in FUZZ if c["id"] == case_id)
+    seed = (models / c["seed"]).read_bytes()
+    path = folder / (c["id"] + c["ext"])
+    path.write_bytes(seed[:c["prefix"]] + bytes.fromhex(c["middle_hex"]) + seed[c["seed_suffix_from"]:])
+    return path
+
+
+def one_line_error(path) -> str:
+    """``mmdkit.load(path)``'s FormatError message (one line, naming the file)."""
+    with pytest.raises(FormatError) as e:
+        mmdkit.load(path)
+    text = str(e.value)
+    assert "\n" not in text and text.startswith(f"{path}: "), text
+    return text[len(f"{path}: "):]
+
+
+@pytest.mark.parametrize("case_id", [c["id"] for c in FUZZ if c["status"] == "crash"])
+def test_a_crash_inside_assimp_is_one_line(models, tmp_path, case_id):
+    """Each file that killed the calling process (SIGSEGV, SIGABRT double free) is a FormatError now,
+    and this process lives on. The FBX double frees corrupt the heap without always crashing: those
+    may also load."""
+    path = fuzz_case(models, tmp_path, case_id)
+    if path.suffix == ".FBX":
+        try:
+            mmdkit.load(path)
+        except FormatError as e:
+            assert "\n" not in str(e) and str(e).startswith(f"{path}: "), str(e)
+        return
+    assert one_line_error(path) == "Assimp crashed (SIGSEGV) while reading this file"
+
+
+def test_a_hang_inside_assimp_is_stopped_at_the_time_limit(models, tmp_path, monkeypatch):
+    """A NUL in an SMD node name loops forever ignoring SIGTERM and SIGINT: SIGKILLed at the limit."""
+    monkeypatch.setenv("MMDKIT_ASSIMP_SECONDS", "2")
+    path = fuzz_case(models, tmp_path, "a0135")
+    start = time.monotonic()
+    assert one_line_error(path) == ("Assimp did not finish reading this file within 2 s (stopped; "
+                                    "MMDKIT_ASSIMP_SECONDS sets the limit)")
+    assert time.monotonic() - start < 30
+    assert mmdkit.load(models / "SMD/triangle.smd").num_vertices == 3  # the next file reads as usual
+
+
+def test_memory_limit_and_bad_limits(models, monkeypatch):
+    monkeypatch.setenv("MMDKIT_ASSIMP_MEMORY_MB", "1")
+    assert one_line_error(models / "X/Testwuson.X") == ("Assimp needed more than 1 MiB reading this file "
+                                                        "(stopped; MMDKIT_ASSIMP_MEMORY_MB sets the limit)")
+    monkeypatch.setenv("MMDKIT_ASSIMP_MEMORY_MB", "-1")
+    with pytest.raises(OptionError, match="MMDKIT_ASSIMP_MEMORY_MB: must be a finite number > 0, not -1"):
+        mmdkit.load(models / "X/test.x")
+
+
+def test_tracebacks_of_the_fuzz_are_one_line(models, tmp_path):
+    """Non-numeric SkinWeights broke the .x pre-check (ValueError); an infinite node matrix broke the
+    SVD of the bind pose (LinAlgError). The pre-check still refuses a vertex the mesh lacks."""
+    x = tmp_path / "skinweights_nonnumeric.x"
+    x.write_bytes(NONNUMERIC_SKIN_WEIGHTS)
+    assert one_line_error(x) == "Assimp: Line 11: Number expected."
+    assert one_line_error(fuzz_case(models, tmp_path, "a0138")) == "node 'Root': matrix: value [inf] is not finite"
+    assert one_line_error(models / "X/malformed_skinweights_oob.x").startswith("SkinWeights of bone 'Cube' name vertex")
+
+
+def test_cli_crash_and_hang_exit_2(models, tmp_path):
+    crash, hang = fuzz_case(models, tmp_path, "a0034"), fuzz_case(models, tmp_path, "a0135")
+    env = dict(os.environ, MMDKIT_ASSIMP_SECONDS="2")
+    for path, detail in ((crash, "Assimp crashed (SIGSEGV) while reading this file"),
+                         (hang, "Assimp did not finish reading this file within 2 s")):
+        r = subprocess.run([sys.executable, "-m", "mmdkit", "info", str(path)], capture_output=True, text=True,
+                           timeout=120, env=env)
+        assert r.returncode == 2 and r.stderr.startswith(f"mmdkit: error: {path}: {detail}"), r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_batch_rows_say_the_same(models, tmp_path, mmdkit_cli):
+    crash = fuzz_case(models, tmp_path, "a0034")
+    manifest = tmp_path / "jobs.jsonl"
+    jobs = [{"model": str(crash), "outputs": ["npz"], "name": "crash"},
+            {"model": str(models / "X/anim_test.x"), "outputs": ["npz"], "name": "good"}]
+    manifest.write_text("".join(json.dumps(dict(j, frames="0:1", physics=False)) + "\n" for j in jobs))
+    code, _, err = mmdkit_cli("batch", manifest, "-o", tmp_path / "out", "--workers", "1", "-q")
+    rows = {r["name"]: r for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines())}
+    assert rows["crash"]["status"] == "failed" and rows["good"]["status"] == "ok", err
+    assert rows["crash"]["error"] == f"{crash}: Assimp crashed (SIGSEGV) while reading this file"
+
+
+def same(a, b) -> bool:
+    """Equal scene dicts. Exact: both are the bridge's own output for the same file on this machine
+    (the helper's copy comes through a pickle), not two computations."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("name", ["X/Testwuson.X", "FBX/animation_with_skeleton.fbx", "BVH/01_01.bvh",
+                                  "IQM/mrfixit.iqm", "glTF2/simple_skin/simple_skin.gltf"])
+def test_the_helper_gives_the_bridges_scene(models, name):
+    from mmdkit.importers import _assimp
+
+    path = str(models / name)
+    raw = read_assimp_raw(None, path)
+    assert raw.pop("warnings") == [] and same(raw, _assimp.load(path))  # in this process: a good file
+    data = (models / name).read_bytes()
+    raw = read_assimp_raw(data, "in-memory" + Path(name).suffix)
+    assert raw.pop("warnings") == [] and same(raw, _assimp.load("x" + Path(name).suffix, data))
+
+
+def test_threads_take_turns_and_a_lost_helper_is_replaced(models):
+    """The helper dies with the thread that started it (PR_SET_PDEATHSIG): the next read starts another."""
+    from mmdkit.importers import assimp_process
+
+    path = str(models / "X/anim_test.x")
+    want = read_assimp_raw(None, path)
+    assimp_process._HELPER.stop()
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(read_assimp_raw(None, path))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 3 and all(same(g, want) for g in got)
+    assert same(read_assimp_raw(None, path), want)
+
+
+def children(pid: int) -> list[int]:
+    """Live (not zombie) child processes of ``pid``."""
+    out = []
+    for d in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text() if d.isdigit() else ""
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if fields and int(fields[1]) == pid and fields[0] not in "ZX":
+            out.append(int(d))
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"
+
+
+@pytest.mark.parametrize("how,code", [(signal.SIGKILL, -9), (signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_helper_and_worker_end_with_the_caller(models, tmp_path, how, code):
+    """A caller killed, terminated or interrupted while Assimp loops takes its helper and worker along."""
+    hang = fuzz_case(models, tmp_path, "a0135")
+    env = dict(os.environ, MMDKIT_ASSIMP_SECONDS="300")
+    caller = subprocess.Popen([sys.executable, "-m", "mmdkit", "info", str(hang)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline, helpers, workers = time.monotonic() + 120, [], []
+        while not workers and time.monotonic() < deadline:
+            time.sleep(0.1)
+            helpers = children(caller.pid)
+            workers = [w for h in helpers for w in children(h)]
+        assert workers, "no Assimp worker started"
+        caller.send_signal(how)
+        assert caller.wait(timeout=60) == code
+        deadline = time.monotonic() + 20
+        while any(map(alive, helpers + workers)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(map(alive, helpers + workers))
+    finally:
+        caller.kill()
+        caller.wait()
+        caller.stderr.close()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mmdkit.errors import FormatError, UnavailableError
+from mmdkit.errors import FormatError, MmdkitError, UnavailableError
 from mmdkit.formats import ASSIMP_EXTENSIONS as EXTENSIONS  # what mmdkit.load reads through Assimp
 from mmdkit.formats.gltf import (GltfAnimation, GltfAsset, GltfChannel, GltfImage, GltfMaterial, GltfMesh,
                                  GltfPrimitive, GltfSkin, trs_matrices, world_matrices)
@@ -68,7 +68,7 @@ def read_assimp_raw(data: bytes | None, path: str) -> dict:
         if path and os.path.isfile(path):
             return dict(assimp_process.load(bridge, str(path), None), warnings=[])
         return dict(assimp_process.load(bridge, str(path), data), warnings=[])
-    except FormatError:  # Assimp crashed, hung or ran out of memory
+    except MmdkitError:  # Assimp crashed, hung or ran out of memory; a limit is not a number
         raise
     except ValueError as e:
         detail = " ".join(str(e).split()) or "Assimp could not read it"
@@ -83,7 +83,7 @@ def _collada_retry(bridge: str, data: bytes | None, path: str, detail: str) -> d
     text = re.sub(rb">[ \t\r\n]+", b">", read_bytes(path) if data is None else data)
     try:
         raw = assimp_process.load(bridge, str(path), text)
-    except FormatError:
+    except MmdkitError:
         raise
     except ValueError:
         raise FormatError(f"Assimp: {detail}", path=str(path)) from None
