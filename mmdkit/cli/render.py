@@ -55,10 +55,11 @@ def _load(demo, model_path, motion_path, clip, camera_path, vpd_specs, frames, f
     time. Says how the motion bound and warns when --camera holds no camera keys."""
     from mmdkit import Motion, Pose
 
-    if demo:
-        from mmdkit.demo import demo_model, demo_motion
+    if demo:  # Gene dancing WAVEFILE, shipped in the package; the lively span unless --frames says
+        from mmdkit.demo import DEMO_FRAMES, demo_character
 
-        model, motion, motion_label = demo_model(), demo_motion(), ""
+        (model, motion), motion_label = demo_character(), ""
+        frames = frames or "{}:{}".format(*DEMO_FRAMES)
     elif not model_path:
         raise OptionError("MODEL MOTION", "give both (MOTION may be left out when MODEL carries clips), or --demo")
     else:
@@ -134,7 +135,7 @@ def command(model_path, motion_path, clip, demo, camera_path, physics, frames, s
             stats = render_motion(model, motion, output, frames=frame_list, camera=camera, size=width_height,
                                   fps=fps, msaa=msaa, physics=physics, crowd=crowd, audio=audio,
                                   palette_size=palette_size, ground_shadow=ground_shadow, self_shadow=self_shadow,
-                                  progress=show_progress(quiet), warn=warn)
+                                  floor=demo, progress=show_progress(quiet), warn=warn)
     if not quiet:
         click.echo(f"wrote {output}: {stats['frames']} frames in {stats['seconds']:.1f} s "
                    f"({stats['fps']:.1f} frames/s)")

@@ -1,9 +1,10 @@
 """The built-in demo, shipped inside the package so nothing is downloaded.
 
 Out: ``demo_paths()`` → (model path, motion path) of the shipped files: Gene_light (a real MMD
-character with physics hair and skirt, CC BY 4.0, credits in ``data/gene/README.md``) and the
-WAVEFILE dance (``data/wavefile/readme_wavefile.utf8.txt``); ``demo_character()`` → (Model, Motion)
-loaded from them. ``demo_model()`` / ``demo_motion()`` → the small box figure built in code
+character whose hair, earrings, cloak and hem swing by physics; CC BY 4.0, credits in
+``data/gene/README.md``) and the WAVEFILE dance by hino (``data/wavefile/readme_wavefile.utf8.txt``);
+``demo_character()`` → (Model, Motion) loaded from them; ``DEMO_FRAMES`` the span the demo
+shows. ``demo_model()`` / ``demo_motion()`` → the small box figure built in code
 (:mod:`mmdkit.demo.boxes`), fast enough for tests.
 """
 
@@ -13,9 +14,13 @@ from pathlib import Path
 
 from mmdkit.demo.boxes import demo_model, demo_motion
 
-__all__ = ["demo_paths", "demo_character", "demo_model", "demo_motion"]
+__all__ = ["DEMO_FRAMES", "demo_paths", "demo_character", "demo_model", "demo_motion"]
 
 _DATA = Path(__file__).resolve().parent / "data"
+
+#: The span of the WAVEFILE dance ``mmdkit render --demo`` plays (motion frames, both ends
+#: included): arms swung out and up, steps and a half turn, the hair swinging.
+DEMO_FRAMES = (1560, 1679)
 
 
 def demo_paths() -> tuple[Path, Path]:

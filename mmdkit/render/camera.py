@@ -1,8 +1,9 @@
 """Camera matrices for the renderer: MMD camera values or an automatic framing camera.
 
-In: MMD camera values (target, Euler rotation, distance, fov) or a bounding box, all in MMD's
-left-handed coordinates. Out: (4,4) float32 view and projection matrices for OpenGL
-(right-handed): the only place the handedness flips (z → −z).
+In: MMD camera values (target, Euler rotation, distance, fov) or a bounding box (``auto_view``
+with room around it, ``fit_view`` as tight as asked), all in MMD's left-handed coordinates.
+Out: (4,4) float32 view and projection matrices for OpenGL (right-handed): the only place the
+handedness flips (z → −z).
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def mmd_view(target, rotation, distance) -> np.ndarray:
 
 
 def auto_view(bbox_min, bbox_max, fov_y_deg: float, aspect: float, yaw_deg: float = 0.0):
-    """(view, eye distance) framing a box from the front (MMD characters face −Z)."""
+    """(view, eye distance) framing a box from the front (MMD characters face −Z), with room
+    around it (still pictures; ``fit_view`` frames a box as tightly as asked)."""
     lo, hi = np.asarray(bbox_min, np.float64), np.asarray(bbox_max, np.float64)
     centre = (lo + hi) / 2
     half = (hi - lo) / 2
@@ -85,3 +87,30 @@ def auto_view(bbox_min, bbox_max, fov_y_deg: float, aspect: float, yaw_deg: floa
     need_w = max(half[0], half[2]) / (math.tan(h_fov) * aspect)
     dist = 1.15 * max(need_h, need_w) + max(half[2], half[0])
     return mmd_view(centre, (math.radians(-5), math.radians(yaw_deg), 0.0), -dist), dist
+
+
+def _fits(view, proj, corners, fill: float) -> bool:
+    """All (8, 4) homogeneous corners in front of the eye and within ±fill of the picture."""
+    clip = corners @ (proj @ view).T
+    if (clip[:, 3] <= 1e-6).any():
+        return False
+    return bool((np.abs(clip[:, :2] / clip[:, 3:]) <= fill).all())
+
+
+def fit_view(bbox_min, bbox_max, fov_y_deg: float, aspect: float, fill: float = 0.95):
+    """(view, eye distance): the nearest camera looking at the box's centre from the front (MMD
+    characters face −Z), 5° down as ``auto_view``, that sees every corner of the box within
+    ``fill`` of the picture's half width and height (a bisection on the distance)."""
+    lo, hi = np.asarray(bbox_min, np.float64), np.asarray(bbox_max, np.float64)
+    centre = (lo + hi) / 2
+    half = np.maximum((hi - lo) / 2, 1e-3)
+    t = math.tan(math.radians(fov_y_deg) / 2)
+    guess = max(half[1] / t, half[0] / (t * aspect)) / fill + half[2]
+    corners = np.array([[x, y, z, 1.0] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+    proj = perspective(fov_y_deg, aspect, near=1e-3, far=1e9)
+    rotation = (math.radians(-5), 0.0, 0.0)
+    near, far = 0.5 * guess, 2.0 * guess
+    for _ in range(40):  # the box looks smaller the farther the eye
+        mid = 0.5 * (near + far)
+        near, far = (near, mid) if _fits(mmd_view(centre, rotation, -mid), proj, corners, fill) else (mid, far)
+    return mmd_view(centre, rotation, -far), far

@@ -6,7 +6,8 @@ vectors), vertex/UV morph offsets, ``MaterialValues`` after material morphs, cam
 (see ``camera``), light direction/colour and the self-shadow switch.
 Out: an (H, W, 3) uint8 RGB image read back from an MSAA framebuffer.
 Set-up lives in ``context`` (programs), ``geometry`` (buffers, skinning by a compute shader or
-palette batches), ``textures``, ``shadow``; the passes of a frame in ``passes``.
+palette batches), ``textures``, ``shadow``, ``floor`` (a ground under the character, when asked
+for); the passes of a frame in ``passes``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from mmdkit.errors import OptionError, RenderError
 from mmdkit.render import passes
 from mmdkit.render.context import build_programs, create_context
+from mmdkit.render.floor import Floor
 from mmdkit.render.geometry import Geometry
 from mmdkit.render.materials import MaterialValues, material_table
 from mmdkit.render.shadow import ShadowMap
@@ -36,7 +38,8 @@ class Renderer:
 
     def __init__(self, model, size=(1280, 720), msaa: int = 4, *, instances: int = 1,
                  model_dir: str | None = None, ctx=None, edges: bool = True, palette_size: int | None = None,
-                 ground_shadow: bool = True, self_shadow: bool = False, shadow_map_size: int = 1024):
+                 ground_shadow: bool = True, self_shadow: bool = False, shadow_map_size: int = 1024,
+                 floor: bool = False):
         self.model = model
         self.width, self.height = int(size[0]), int(size[1])
         self.instances = int(instances)
@@ -69,6 +72,7 @@ class Renderer:
         self.textures = MaterialTextures(ctx, self.materials, folder, model.source_extras.get("embedded_textures"))
         self.warnings = self.textures.warnings
         self.shadow = ShadowMap(ctx, model, int(shadow_map_size)) if self_shadow else None
+        self.floor = Floor(ctx) if floor else None
 
     def _make_framebuffers(self, msaa) -> None:
         ctx, size = self.ctx, (self.width, self.height)
@@ -85,6 +89,11 @@ class Renderer:
         except moderngl.Error as e:
             raise RenderError(f"this OpenGL cannot make a {size[0]}x{size[1]} picture with {samples} samples "
                               f"per pixel ({e})") from None
+
+    def place_floor(self, center, radius: float) -> None:
+        """Where the floor (``floor=True``) lies: centre (3,) MMD space, half size in units."""
+        if self.floor is not None:
+            self.floor.place(center, radius)
 
     def set_instance_offsets(self, offsets) -> None:
         """(instances, 3) model-space offsets of each character (crowds)."""
@@ -119,6 +128,8 @@ class Renderer:
         self._fbo_ms.use()
         ctx.viewport = (0, 0, self.width, self.height)
         ctx.clear(*background, 1.0, depth=1.0)
+        if self.floor is not None:
+            self.floor.draw(view, proj, background, eye_distance)
         ctx.enable(moderngl.DEPTH_TEST | moderngl.BLEND)
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
         p = progs.main

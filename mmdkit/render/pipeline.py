@@ -23,7 +23,8 @@ from mmdkit.animation.frames import check_frames, output_frames
 from mmdkit.errors import OptionError
 from mmdkit.physics import physics_for
 from mmdkit.runtime import Character, play, seconds_at
-from mmdkit.render.camera import auto_view, mmd_view, perspective
+from mmdkit.render.camera import auto_view, fit_view, mmd_view, perspective
+from mmdkit.render.framing import motion_box
 from mmdkit.render.geometry import morph_rows
 from mmdkit.render.gl import Renderer
 from mmdkit.render.materials import MaterialValues
@@ -72,18 +73,21 @@ class _Crowd:
 
 
 class _Shots:
-    """Per rendered frame i: the camera (the camera motion's, else an automatic one framing the
-    crowd), the light and the self-shadow switch (the camera motion's keys, else the dance's)."""
+    """Per rendered frame i: the camera (the camera motion's, else an automatic one framing what
+    the crowd's motion sweeps over ``frames``: ``framing.motion_box``), the light and the
+    self-shadow switch (the camera motion's keys, else the dance's). ``box`` (lo, hi) is what the
+    automatic camera frames (None with a camera motion)."""
 
     def __init__(self, model, motion, camera, frames, aspect: float, offsets):
         self.aspect = aspect
         self.cam = sample_camera(camera, frames) if camera is not None else None
         self.light = sample_light(camera, frames) or sample_light(motion, frames)
         self.shadow = sample_shadow(camera, frames) or sample_shadow(motion, frames)
-        lo, hi = model.vertex_position.min(0), model.vertex_position.max(0)
-        box_lo = lo + offsets.min(0) - np.array([2.0, 0.0, 2.0])
-        box_hi = hi + offsets.max(0) + np.array([2.0, 1.0, 2.0])
-        self.auto, self.auto_dist = auto_view(box_lo, box_hi, 30.0, aspect)
+        self.box = self.auto = None
+        self.auto_dist = 0.0
+        if self.cam is None:
+            self.box = motion_box(model, motion, frames, offsets)
+            self.auto, self.auto_dist = fit_view(*self.box, 30.0, aspect)
 
     def __call__(self, i: int) -> dict:
         """Renderer.render keyword arguments for frame i (view, proj and the rest)."""
@@ -125,10 +129,11 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
                   fps: float = 30.0, msaa: int = 4, physics: bool = True, crowd: int = 1,
                   crowd_frame_offset: float = 7.0, audio: str | None = None, progress: bool = True,
                   palette_size: int | None = None, ground_shadow: bool = True, self_shadow: bool = False,
-                  warn=print) -> dict:
+                  floor: bool = False, warn=print) -> dict:
     """Render ``frames`` (motion frames, fractional allowed; default ``output_frames(0, last,
     fps)``) into ``output`` (a video, a .png for one frame, or a folder: see ``video``), with
-    ``audio`` from the first frame's time (frame / 30 s) on. Returns stats (frames, seconds,
+    ``audio`` from the first frame's time (frame / 30 s) on; ``floor`` draws a ground under the
+    character (around what the automatic camera frames, else the origin). Returns stats (frames, seconds,
     fps, warnings, output)."""
     if frames is None:
         frames = output_frames(0.0, max(motion.last_frame if motion is not None else 0, 1), fps)
@@ -139,7 +144,7 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
     ren = bar = None
     try:
         ren = Renderer(model, size, msaa, instances=crowd, palette_size=palette_size, ground_shadow=ground_shadow,
-                       self_shadow=self_shadow)
+                       self_shadow=self_shadow, floor=floor)
         for w in ren.warnings:
             warn(w)
         dancers = _Crowd(model, motion, crowd, physics, frames, crowd_frame_offset)
@@ -147,6 +152,11 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
         offsets = crowd_offsets(crowd, float(max(hi[0] - lo[0], hi[2] - lo[2]) * 1.3 + 2.0))
         ren.set_instance_offsets(offsets)
         shots = _Shots(model, motion, camera, frames, size[0] / size[1], offsets)
+        if shots.box is not None:
+            lo, hi = shots.box
+            ren.place_floor((lo + hi) / 2, 4.0 * shots.auto_dist)  # reaches past the horizon
+        else:
+            ren.place_floor((0.0, 0.0, 0.0), 500.0)
         if progress:
             from tqdm import tqdm
 

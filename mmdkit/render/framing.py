@@ -1,0 +1,57 @@
+"""What the automatic camera frames: the space a character's motion sweeps, not its rest pose.
+
+In: a Model, a Motion (or None: the rest pose), the motion frames (F,) to be rendered, and the
+crowd offsets (N, 3) float32. Out: ``motion_box`` → (lo, hi) (3,) float64, model space (MMD
+units, left-handed): each bone's box around the vertices it carries most
+(``skinning.bounds.BoneBoxes``), posed without physics at up to ``samples`` of the frames spread
+evenly (first and last included), over every crowd position.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mmdkit.runtime import Character
+from mmdkit.skinning.bounds import BoneBoxes
+
+#: Frames posed at most to find the box (evenly spread over the rendered ones).
+FRAMING_SAMPLES = 96
+
+
+def sample_frames(frames, samples: int = FRAMING_SAMPLES) -> np.ndarray:
+    """(≤ samples,) float64: ``frames`` thinned evenly, first and last kept."""
+    frames = np.asarray(frames, np.float64)
+    if len(frames) <= samples:
+        return frames
+    return frames[np.unique(np.linspace(0, len(frames) - 1, samples).round().astype(np.int64))]
+
+
+def motion_box(model, motion, frames, offsets=None, samples: int = FRAMING_SAMPLES) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) (3,) float64: the box the character (every crowd member) fills over ``frames``."""
+    boxes = BoneBoxes(model)  # per bone, its vertices' box in the bone's rest frame
+    bones = np.flatnonzero(boxes.valid) if model.num_vertices else np.arange(model.num_bones)
+    rest_center = np.asarray(boxes.rest_center, np.float64)[bones]  # (K, 3) from the bone
+    half = np.asarray(boxes.half_extent, np.float64)[bones]  # (K, 3)
+    lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+    if motion is not None and len(bones):
+        ch = Character(model, motion)
+        ch.geometry = False  # bones only
+        for frame in sample_frames(frames, samples):
+            world = np.asarray(ch.update(frame).bone_world, np.float64)[bones]
+            rot = world[:, :3, :3]
+            center = np.einsum("kij,kj->ki", rot, rest_center) + world[:, :3, 3]
+            reach = np.einsum("kij,kj->ki", np.abs(rot), half)  # the posed box's world half size
+            ok = np.isfinite(center).all(1) & np.isfinite(reach).all(1)
+            if ok.any():
+                lo = np.minimum(lo, (center - reach)[ok].min(0))
+                hi = np.maximum(hi, (center + reach)[ok].max(0))
+    if not (lo <= hi).all():  # no motion (or nothing posed): the rest pose
+        if model.num_vertices:
+            lo, hi = model.vertex_position.min(0).astype(np.float64), model.vertex_position.max(0).astype(np.float64)
+        else:
+            rest = np.asarray(model.bone_position, np.float64)
+            lo, hi = (rest.min(0), rest.max(0)) if len(rest) else (np.zeros(3), np.zeros(3))
+    if offsets is not None and len(offsets):
+        off = np.asarray(offsets, np.float64)
+        lo, hi = lo + off.min(0), hi + off.max(0)
+    return lo, hi
