@@ -329,8 +329,19 @@ def test_glb_reads_in_assimp_when_installed(assets, wavefile, tmp_path):
     assert faces == mei.num_faces and channels > 0
 
 
+def nlerp_rows(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Row-wise component-wise lerp then normalise (how Blender's F-curves play a rotation)."""
+    q = a + s[:, None] * (b - a)
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def rotation_error(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """(T,) angles (radians) between unit quaternions (T, 4)."""
+    return 2 * np.arccos(np.minimum(np.abs(np.einsum("fk,fk->f", got, want)), 1.0))
+
+
 def test_key_reduction_bounds_every_frame():
-    from mmdkit.export.gltf.reduce import (LERP_L2, SLERP_ANGLE, continuous_quaternions, joint_budgets,
+    from mmdkit.export.gltf.reduce import (LERP_L2, ROTATION_ANGLE, continuous_quaternions, joint_budgets,
                                            keep_keys)
     from mmdkit.animation.rotation import slerp_rows as _slerp
 
@@ -339,10 +350,15 @@ def test_key_reduction_bounds_every_frame():
     time = np.arange(F) / 30.0
     walk = np.cumsum(np.cumsum(rng.normal(0, 1e-4, (F, 3, 3)), axis=0), axis=0)  # smooth: random acceleration
     axis_angle = np.cumsum(np.cumsum(rng.normal(0, 1e-4, (F, 2, 3)), axis=0), axis=0)
+    # and two constant-speed turns, which slerp alone would reproduce from their two ends: 150° (the
+    # lerp lags it by up to 0.2 rad in between) and 400° (past 360°: the ends' quaternions face away)
+    steady = np.linspace(0, 1, F)[:, None, None] * np.radians([[0.0, 150, 0], [400, 0, 0]])
+    axis_angle = np.concatenate([axis_angle, steady], axis=1)
     angle = np.linalg.norm(axis_angle, axis=2, keepdims=True)
     quat = continuous_quaternions(np.concatenate([np.sin(angle / 2) * axis_angle / np.maximum(angle, 1e-12),
                                                   np.cos(angle / 2)], axis=2))
-    for values, mode, tol in ((walk, LERP_L2, np.array([1e-3, 1e-2, 0.0])), (quat, SLERP_ANGLE, np.array([1e-3, 1e-2]))):
+    for values, mode, tol in ((walk, LERP_L2, np.array([1e-3, 1e-2, 0.0])),
+                              (quat, ROTATION_ANGLE, np.array([1e-3, 1e-2, 1e-3, 1e-3]))):
         keep = np.empty((F, values.shape[1]), bool)
         keep_keys(time, values, tol, mode, np.ones(values.shape[2]), keep)
         for c in range(values.shape[1]):
@@ -354,9 +370,10 @@ def test_key_reduction_bounds_every_frame():
             if mode == LERP_L2:
                 got = values[a, c] + s[:, None] * (values[b, c] - values[a, c])
                 err = np.linalg.norm(got - values[:, c], axis=1)
-            else:
-                got = _slerp(values[a, c], values[b, c], s)
-                err = 2 * np.arccos(np.minimum(np.abs(np.einsum("fk,fk->f", got, values[:, c])), 1.0))
+            else:  # both ways players interpolate rotations: slerp (glTF, three.js) and lerp + normalise (Blender)
+                err = np.maximum(rotation_error(_slerp(values[a, c], values[b, c], s), values[:, c]),
+                                 rotation_error(nlerp_rows(values[a, c], values[b, c], s), values[:, c]))
+                assert (np.einsum("fk,fk->f", values[a, c], values[b, c]) >= 0).all()  # one hemisphere
             assert err.max() <= tol[c] + 1e-9
             assert tol[c] == 0 or len(k) < F / 2  # and it does drop keys
     # budgets: along any root-to-leaf path the shares of the joints that move add up to ≤ the tolerance
@@ -393,3 +410,87 @@ def test_assimp_reads_the_export_back_and_poses_it(assets, wavefile, tmp_path):
     for e, g in zip(engine, got):
         worst = max(np.linalg.norm(e[c] - g[v], axis=1).min() for v, c in enumerate(same))
         assert worst / S < 1e-3, worst / S
+
+
+def _joint_worlds(a, t, rotations: str) -> np.ndarray:
+    """Node world matrices (T, N, 4, 4) of clip 0 at ``t`` with rotation keys interpolated by
+    slerp (``'slerp'``: the glTF spec, three.js) or component-wise then normalised (``'nlerp'``:
+    Blender)."""
+    from mmdkit.formats.gltf.animation import clip_node_trs
+    from mmdkit.formats.gltf.scene import trs_matrices
+
+    translation, rotation, scale = clip_node_trs(a, 0, t)
+    if rotations == "nlerp":
+        for ch in a.animations[0].channels:
+            if ch.path == "rotation":
+                kt, kv = ch.key_time.astype(np.float64), ch.key_value.astype(np.float64)
+                k = np.clip(np.searchsorted(kt, t, side="right") - 1, 0, len(kt) - 2)
+                s = np.clip((t - kt[k]) / (kt[k + 1] - kt[k]), 0.0, 1.0)
+                rotation[:, ch.node] = nlerp_rows(kv[k], kv[k + 1], s)
+    return world_matrices(a.node_parent, a.node_order, trs_matrices(translation, rotation, scale))
+
+
+@pytest.fixture(scope="module")
+def gene_elbows(assets, wavefile, tmp_path_factory):
+    """Gene, wavefile_v2 frames 1840–1919 (the right elbow turns through large arcs), no physics,
+    written reduced (default tolerance) → (model, baked, GLB path, summary)."""
+    gene = mmdkit.load(assets / "gene" / "Gene.pmx")
+    baked = bake(gene, wavefile, np.arange(1840.0, 1920.0), physics=False)
+    path = tmp_path_factory.mktemp("elbows") / "gene.glb"
+    return gene, baked, path, write_gltf(gene, baked, path, warn=lambda s: None)
+
+
+@pytest.mark.parametrize("rotations", ["slerp", "nlerp"])
+def test_reduced_clip_holds_its_bound_under_both_interpolations(gene_elbows, rotations):
+    """Every joint and every vertex of the reduced clip stays within the tolerance (+1e-4 float32
+    noise) of the unreduced bake at every frame, whether rotations are slerped (glTF, three.js) or
+    lerped component-wise and normalised (Blender)."""
+    gene, baked, path, stats = gene_elbows
+    a = load_gltf(str(path))
+    t = (baked.frames - baked.frames[0]) / 30
+    world = _joint_worlds(a, t, rotations)[:, a.skins[0].joint_node]
+    bones = [gene.bone_name.index(a.node_name[n]) for n in a.skins[0].joint_node]
+    want = baked.bone_world_position[:, bones] * FLIP
+    bound = stats["tolerance"] + 1e-4
+    moved = np.linalg.norm(world[..., :3, 3] - want, axis=2).max() / S
+    assert moved <= bound, (rotations, moved, bound)
+    full = Path(str(path).replace(".glb", "_full.glb"))
+    write_gltf(gene, baked, full, reduce=False, warn=lambda s: None)
+    fa = load_gltf(str(full))
+    full_world = _joint_worlds(fa, t, "slerp")[:, fa.skins[0].joint_node]
+    for i in (10, 37, 61):  # vertices: against the unreduced clip skinned the same way
+        got, exact = skin_asset(a, gene, t, world, i), skin_asset(fa, gene, t, full_world, i)
+        drawn = ~np.isnan(got[:, 0])
+        assert np.linalg.norm(got[drawn] - exact[drawn], axis=1).max() / S <= bound
+    assert stats["keys"] < stats["full_keys"] / 2
+
+
+THREEJS = REPO / "tools" / "threejs"
+
+
+def threejs_pose(path, times) -> dict:
+    """three.js r187 (tools/threejs/pose.mjs in Node: GLTFLoader + AnimationMixer) → {names, nodes
+    (glTF node indices), position (T, N, 3) world}."""
+    assert shutil.which("node"), "node is missing: apt-get install nodejs npm (scripts/setup.sh)"
+    assert (THREEJS / "node_modules" / "three").is_dir(), \
+        "three.js is not installed: npm ci --prefix tools/threejs (scripts/setup.sh)"
+    run = subprocess.run(["node", str(THREEJS / "pose.mjs"), str(path), ",".join(f"{x:.9g}" for x in times)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout)
+    out["position"] = np.asarray(out["position"], np.float64)
+    return out
+
+
+def test_reduced_clip_plays_in_threejs_within_the_bound(gene_elbows):
+    """three.js's GLTFLoader + AnimationMixer play the reduced clip: every joint within the
+    tolerance (+1e-4 float32 noise) of the engine's pose at the frames checked."""
+    gene, baked, path, stats = gene_elbows
+    a = load_gltf(str(path))
+    frames = np.array([0, 13, 21, 40, 55, 79])
+    got = threejs_pose(path, (baked.frames[frames] - baked.frames[0]) / 30)
+    joints = a.skins[0].joint_node
+    world = got["position"][:, [got["nodes"].index(int(n)) for n in joints]]
+    bones = [gene.bone_name.index(a.node_name[n]) for n in joints]
+    want = baked.bone_world_position[frames][:, bones] * FLIP
+    assert np.linalg.norm(world - want, axis=2).max() / S <= stats["tolerance"] + 1e-4

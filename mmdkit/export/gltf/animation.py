@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mmdkit.export.gltf.reduce import (LERP_L2, LERP_WEIGHTED_L1, SLERP_ANGLE, continuous_quaternions,
+from mmdkit.export.gltf.reduce import (LERP_L2, LERP_WEIGHTED_L1, ROTATION_ANGLE, continuous_quaternions,
                                        joint_budgets, keep_keys)
 
 STATIC = 1e-9
@@ -90,7 +90,7 @@ def joint_channels(baked, skel: Skeleton, space, reach: np.ndarray, time: np.nda
                                      tolerance)
         keep_t, keep_r = np.empty((F, J), bool), np.empty((F, J), bool)
         keep_keys(time, translation, tol_t, LERP_L2, np.ones(3), keep_t)
-        keep_keys(time, rotation, tol_r, SLERP_ANGLE, np.ones(4), keep_r)
+        keep_keys(time, rotation, tol_r, ROTATION_ANGLE, np.ones(4), keep_r)
         off_rest_t, off_rest_r = from_rest_t > tol_t, from_rest_r > tol_r
     out = []
     for j in range(J):
@@ -139,7 +139,7 @@ def camera_channels(eye, rotation, time, tolerance: float | None, node: int) -> 
     keep_t, keep_r = np.ones((F, 1), bool), np.ones((F, 1), bool)
     if tolerance is not None:
         keep_keys(time, eye[:, None, :], np.array([tolerance]), LERP_L2, np.ones(3), keep_t)
-        keep_keys(time, q, np.array([CAMERA_ANGLE_TOLERANCE]), SLERP_ANGLE, np.ones(4), keep_r)
+        keep_keys(time, q, np.array([CAMERA_ANGLE_TOLERANCE]), ROTATION_ANGLE, np.ones(4), keep_r)
     return [Channel(node, "translation", eye[:, None, :], keep_t[:, 0]),
             Channel(node, "rotation", q, keep_r[:, 0])]
 

@@ -2,10 +2,13 @@
 
 In: per-frame channel values (F, C, n) float64 at times (F,), a tolerance per channel and how it
 is measured. Out: (F, C) bool — the frames to keep as keys (first and last always). Recursive
-splitting (Douglas–Peucker): a segment whose in-between frames the LINEAR interpolation
-(lerp, or slerp for rotations) of its two end keys reproduces within the tolerance keeps no key
-inside; otherwise the worst frame becomes a key and both halves are checked. So every frame is
-within tolerance of the kept keys' interpolation, as glTF players interpolate them.
+splitting (Douglas–Peucker): a segment whose in-between frames the LINEAR interpolation of its
+two end keys reproduces within the tolerance keeps no key inside; otherwise the worst frame
+becomes a key and both halves are checked. So every frame is within tolerance of the kept keys'
+interpolation, as players interpolate them. Players interpolate rotations two ways: slerp (the
+glTF spec, three.js, Babylon.js) and component-wise lerp then normalise (Blender's F-curves);
+both trace the same arc at different speeds, so a rotation segment must pass under both, and two
+kept keys are never on opposite hemispheres (where shortest-path slerp and the lerp part ways).
 """
 
 from __future__ import annotations
@@ -17,18 +20,25 @@ from numba import njit, prange
 
 from mmdkit.mathutil import qslerp_scalar
 
-LERP_L2, LERP_WEIGHTED_L1, SLERP_ANGLE = 0, 1, 2
+LERP_L2, LERP_WEIGHTED_L1, ROTATION_ANGLE = 0, 1, 2
 """How the error of one frame is measured: Euclidean distance of the lerped vector; Σ_c
-scale_c·|Δ_c| of the lerped vector; angle (radians) between the slerped and the true rotation."""
+scale_c·|Δ_c| of the lerped vector; the larger angle (radians) between the true rotation and the
+slerped or the normalised-lerped one (a segment whose end keys' dot product is negative is split
+in its middle whatever its errors)."""
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
 def _frame_error(values, c, a, b, f, s, mode, scale):
     """Error at frame f of interpolating channel c between keys a and b at fraction s."""
-    if mode == SLERP_ANGLE:
-        q = qslerp_scalar(values[a, c, 0], values[a, c, 1], values[a, c, 2], values[a, c, 3],
-                          values[b, c, 0], values[b, c, 1], values[b, c, 2], values[b, c, 3], s)
-        d = abs(q[0] * values[f, c, 0] + q[1] * values[f, c, 1] + q[2] * values[f, c, 2] + q[3] * values[f, c, 3])
+    if mode == ROTATION_ANGLE:
+        ax, ay, az, aw = values[a, c, 0], values[a, c, 1], values[a, c, 2], values[a, c, 3]
+        bx, by, bz, bw = values[b, c, 0], values[b, c, 1], values[b, c, 2], values[b, c, 3]
+        fx, fy, fz, fw = values[f, c, 0], values[f, c, 1], values[f, c, 2], values[f, c, 3]
+        q = qslerp_scalar(ax, ay, az, aw, bx, by, bz, bw, s)
+        d = abs(q[0] * fx + q[1] * fy + q[2] * fz + q[3] * fw)
+        lx, ly, lz, lw = ax + s * (bx - ax), ay + s * (by - ay), az + s * (bz - az), aw + s * (bw - aw)
+        n = math.sqrt(lx * lx + ly * ly + lz * lz + lw * lw)  # ≥ 0.7: keep_keys splits keys with dot < 0
+        d = min(d, abs(lx * fx + ly * fy + lz * fz + lw * fw) / n)
         return 2.0 * math.acos(min(d, 1.0))
     err = 0.0
     for k in range(values.shape[2]):
@@ -40,7 +50,7 @@ def _frame_error(values, c, a, b, f, s, mode, scale):
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def keep_keys(time, values, tolerance, mode, scale, keep_out):
     """time (F,) float64 increasing; values (F, C, n) float64; tolerance (C,) float64 per channel;
-    mode LERP_L2 | LERP_WEIGHTED_L1 | SLERP_ANGLE; scale (n,) float64 (LERP_WEIGHTED_L1 only)
+    mode LERP_L2 | LERP_WEIGHTED_L1 | ROTATION_ANGLE; scale (n,) float64 (LERP_WEIGHTED_L1 only)
     → keep_out (F, C) bool: frames kept as keys of each channel."""
     F, C = values.shape[0], values.shape[1]
     for c in prange(C):
@@ -57,11 +67,15 @@ def keep_keys(time, values, tolerance, mode, scale, keep_out):
             b, a = stack[top - 1], stack[top - 2]
             top -= 2
             worst, worst_err = -1, tolerance[c]
-            for f in range(a + 1, b):
-                s = (time[f] - time[a]) / (time[b] - time[a])
-                e = _frame_error(values, c, a, b, f, s, mode, scale)
-                if e > worst_err:
-                    worst, worst_err = f, e
+            if mode == ROTATION_ANGLE and (values[a, c, 0] * values[b, c, 0] + values[a, c, 1] * values[b, c, 1]
+                                           + values[a, c, 2] * values[b, c, 2] + values[a, c, 3] * values[b, c, 3]) < 0.0:
+                worst = (a + b) // 2  # opposite hemispheres: players part ways, so a key in between
+            else:
+                for f in range(a + 1, b):
+                    s = (time[f] - time[a]) / (time[b] - time[a])
+                    e = _frame_error(values, c, a, b, f, s, mode, scale)
+                    if e > worst_err:
+                        worst, worst_err = f, e
             if worst >= 0:
                 keep_out[worst, c] = True
                 if worst - a > 1:
