@@ -146,9 +146,11 @@ def test_bvh_without_physics_and_fps(assets, tmp_path):
     assert np.abs(world - b.bone_world_position[:, js.joint_bone] * [1, 1, -1]).max() < 1e-3
 
 
-@pytest.mark.parametrize("path", ["mokou/mokou_A.pmd", "mei/Model/mei/mei.pmd", "fixtures/nanoem/test.pmx"])
+@pytest.mark.parametrize("path", ["mokou/mokou_A.pmd", "mei/Model/mei/mei.pmd", "fixtures/nanoem/test.pmx",
+                                  "low_miku/miku.pmd"])
 def test_bvh_other_models(assets, tmp_path, path):
-    """Other skeletons, with physics; nanoem's has several root bones (a mmd_root joint above)."""
+    """Other skeletons, with physics; nanoem's has several root bones (a mmd_root joint above),
+    low_miku a bone listed before its parent."""
     model = mmdkit.load(assets / path)
     motion = mmdkit.load(assets / "wavefile" / "wavefile_v2.vmd")
     baked = bake(model, motion, np.arange(500.0, 520.0), physics=True)

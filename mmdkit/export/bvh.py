@@ -94,15 +94,29 @@ def _end_offset(model, bone: int) -> np.ndarray:
     return tail if np.linalg.norm(tail) > 1e-6 else np.array([0.0, 0.5, 0.0])
 
 
+def parents_first(parent: np.ndarray) -> list[int]:
+    """The joints reachable from a root, each after its parent (a bone's parent may come later
+    in a model's bone list), children in index order."""
+    children: list[list[int]] = [[] for _ in parent]
+    order = []
+    for j, p in enumerate(parent):
+        (children[p] if p >= 0 else order).append(j)
+    i = 0
+    while i < len(order):
+        order.extend(children[order[i]])
+        i += 1
+    return order
+
+
 def translated_joints(parent: np.ndarray, move: np.ndarray, tolerance: float) -> np.ndarray:
-    """(J,) bool: joints whose translation is written. parent (J,) int (−1 roots, parents first);
-    move (J,) float64: each joint's largest distance from its rest offset over the frames. A
-    joint is written when leaving its move out would bring the moves left out on its path from
-    the root (its own included) above ``tolerance``; the others' moves add up to at most that."""
+    """(J,) bool: joints whose translation is written. parent (J,) int (−1 roots); move (J,)
+    float64: each joint's largest distance from its rest offset over the frames. A joint is
+    written when leaving its move out would bring the moves left out on its path from the root
+    (its own included) above ``tolerance``; the others' moves add up to at most that."""
     J = len(parent)
     keep = np.zeros(J, bool)
     left_out = np.zeros(J)  # moves left out from the root down to and including j
-    for j in range(J):
+    for j in parents_first(parent):
         above = left_out[parent[j]] if parent[j] >= 0 else 0.0
         keep[j] = above + move[j] > tolerance
         left_out[j] = above + (0.0 if keep[j] else move[j])
@@ -136,9 +150,9 @@ def _nodes(baked, js: JointSet, s: float) -> _Node:
     names = _unique(list(js.joint_name) + [f"{n}{TRANSLATION_SUFFIX}" for n in js.joint_name])
     has_child = np.zeros(J, bool)
     has_child[parent[parent >= 0]] = True
-    nodes: list[_Node] = []
+    nodes: list[_Node | None] = [None] * J
     tops: list[_Node] = []
-    for j in range(J):
+    for j in parents_first(parent):
         if parent[j] < 0 and not synthetic:  # the ROOT: OFFSET 0, absolute positions
             node = top = _Node(names[j], np.zeros(3), f"{_POS} {_ROT}",
                                np.concatenate([jp.position[:, j] * _FLIP * s, euler[:, j]], axis=1))
@@ -149,7 +163,7 @@ def _nodes(baked, js: JointSet, s: float) -> _Node:
                 top = _Node(names[J + j], np.zeros(3), f"{_POS} {_ROT}", move_j, [node])
         if not has_child[j]:
             node.end = _end_offset(baked.model, int(js.joint_bone[j])) * _FLIP * s
-        nodes.append(node)
+        nodes[j] = node
         (nodes[parent[j]].children if parent[j] >= 0 else tops).append(top)
     if synthetic:
         return _Node(ROOT_NAME, np.zeros(3), f"{_POS} {_ROT}", np.zeros((F, 6)), tops)
