@@ -4,6 +4,7 @@ In: the output path the user typed, the input paths of the command. Out: nothing
 ``OptionError`` naming the option and the typed path: the output is one of the inputs, its
 folder is missing or not writable, a folder stands where a file goes. ``writing(path)`` turns
 an OSError raised while writing (disk full, permissions) into the same one-line error.
+``count(n, noun)`` words a number for the summary lines ('1 frame', '3 frames').
 """
 
 from __future__ import annotations
@@ -45,3 +46,8 @@ def writing(path: str, option: str = "-o"):
         yield
     except OSError as e:
         raise OptionError(option, f"cannot write {path}: {e.strerror or e}") from None
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 frame', '2 frames', '1,024 vertices' (``plural`` for nouns that do not take an s)."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from mmdkit.cli._common import compile_note, load_as, warn
-from mmdkit.cli._output import check_output, writing
+from mmdkit.cli._output import check_output, count, writing
 from mmdkit.errors import OptionError
 
 
@@ -56,4 +56,4 @@ def command(src, dst, clip, quiet):
     for line in notes:
         warn(f"{dst}: {line}")
     if not quiet:
-        click.echo(f"wrote {dst}" + (f" (and copied {copied} texture files beside it)" if copied else ""))
+        click.echo(f"wrote {dst}" + (f" (and copied {count(copied, 'texture file')} beside it)" if copied else ""))

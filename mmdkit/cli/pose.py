@@ -8,27 +8,22 @@ vertex_position (F,V,3).
 
 from __future__ import annotations
 
-import os
-
 import click
 import numpy as np
 
 from mmdkit.animation.frames import parse_frames
 from mmdkit.cli._common import (CLIP_HELP, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options,
                                 compile_note, load_model_motion, report_binding, save_npz_atomic, show_progress)
+from mmdkit.cli._memory import check_frames_memory, out_of_memory_blames
 from mmdkit.cli._output import check_output, writing
 from mmdkit.errors import OptionError
 
 
 def _check_memory(spec: str, num_frames: int, model, vertices: bool) -> None:
-    """Refuse a --frames whose arrays (held in memory until written) exceed this machine's memory."""
-    per_frame = model.num_bones * 64 + model.num_morphs * 4 + (model.num_vertices * 12 if vertices else 0)
-    need = num_frames * per_frame
-    have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    if need > have:
-        raise OptionError("--frames", f"'{spec}': {num_frames:,} frames of this model"
-                          + (" with --vertices" if vertices else "") + f" need {need / 2**30:,.1f} GiB of memory, "
-                          f"more than this machine's {have / 2**30:,.1f} GiB; pose fewer frames per run")
+    """Refuse a --frames whose arrays (held in memory until written) exceed the memory this run may use."""
+    per_frame = 8 + model.num_bones * 64 + model.num_morphs * 4 + (model.num_vertices * 12 if vertices else 0)
+    what = f"{model.num_bones:,} bones" + (f", {model.num_vertices:,} vertices" if vertices else "")
+    check_frames_memory(spec, num_frames, per_frame, what, "pose")
 
 
 @click.command("pose")
@@ -65,8 +60,10 @@ def command(model_path, motion_path, clip, frames, output, physics, vertices, co
         _check_memory(frames, len(frame_list), model, vertices)
         report_binding(model, motion, motion_label, quiet=quiet)
         motion = apply_vpd_options(model, motion, vpd_specs)
-        out = pose(model, motion, frame_list, physics=physics_for(model, physics), vertices=vertices,
-                   progress=show_progress(quiet) and len(frame_list) > 200)
+        with out_of_memory_blames("--frames", f"posing '{frames}' ({len(frame_list):,} frames of {model_path}"
+                                  + (" with --vertices)" if vertices else ")"), "pose fewer frames per run"):
+            out = pose(model, motion, frame_list, physics=physics_for(model, physics), vertices=vertices,
+                       progress=show_progress(quiet) and len(frame_list) > 200)
     arrays = dict(frames=out["frames"], bone_names=np.array(model.bone_name), bone_world=out["bone_world"],
                   morph_names=np.array(model.morph_name), morph_weight=out["morph_weight"])
     if vertices:

@@ -50,9 +50,15 @@ def parse(data: bytes, ext: str, path: str = ""):
 
 
 def load(path):
-    """Read a PMX/PMD (→ Model), VMD (→ Motion) or VPD (→ Pose) file, chosen by extension."""
+    """Read a PMX/PMD (→ Model), VMD (→ Motion) or VPD (→ Pose) file, chosen by extension.
+    Running out of memory while reading is the file's doing: a FormatError naming it."""
     reader = reader_for(path)
-    return reader.read(read_bytes(path), str(path))
+    try:
+        return reader.read(read_bytes(path), str(path))
+    except MemoryError:
+        size = os.path.getsize(path) if os.path.isfile(path) else 0
+        raise FormatError(f"out of memory while reading this {size / 2**20:,.1f} MiB file (what it holds needs "
+                          "more memory than is available)", path=str(path)) from None
 
 
 def load_as(path, cls, what: str, option: str):

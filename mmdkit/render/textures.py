@@ -103,13 +103,17 @@ def read_texture(source, name: str):
         with im:
             w, h = im.size  # from the header: nothing decoded yet
             scale = MAX_TEXTURE_EDGE / max(w, h, 1)
-            if scale >= 1:
+            try:
+                if scale >= 1:
+                    im.load()
+                    return im, None
+                target = (max(1, math.floor(w * scale)), max(1, math.floor(h * scale)))
+                im.draft(None, target)  # JPEG decodes at 1/2, 1/4 or 1/8 scale when that still covers target
                 im.load()
-                return im, None
-            target = (max(1, math.floor(w * scale)), max(1, math.floor(h * scale)))
-            im.draft(None, target)  # JPEG decodes at 1/2, 1/4 or 1/8 scale when that still covers target
-            im.load()
-            out = _shrunk(im, target)
+                out = _shrunk(im, target)
+            except MemoryError:
+                raise FormatError(f"texture '{name}' ({w}×{h} pixels) needs more memory than is available "
+                                  "to decode") from None
     return out, (f"texture '{name}' is {w}×{h} pixels, larger than {MAX_TEXTURE_EDGE} on a side; "
                  f"downscaled to {out.size[0]}×{out.size[1]}")
 
