@@ -31,12 +31,13 @@ def save(obj, path):
 
 
 def view(model, motion=None, *, camera=None, audio=None, physics: bool = True, host: str = "127.0.0.1",
-         port: int = 0, open_browser: bool = False, notes: dict | None = None):
+         port: int = 0, open_browser: bool = False, viewer=None, notes: dict | None = None):
     """Serve an interactive viewer of ``model`` (a Model or a path) playing ``motion`` (Motion, Pose,
     path or None) with its physics: timeline, orbit camera or ``camera`` (camera VMD), physics /
     bones / rigid bodies / hit-box toggles, ``audio`` (a song) in sync. Returns a ``Viewer`` (its
     ``url``, ``stop()``); as a notebook cell's value it shows the page inline. ``port`` 0: a free
-    one. The page loads the model as a GLB from mmdkit's exporter and streams the pose per frame."""
+    one; ``viewer``: one already started (``mmdkit.viewer.start``) to show this model. The page
+    loads the model as a GLB from mmdkit's exporter and streams the pose per frame."""
     import os
     import tempfile
     import time
@@ -44,30 +45,34 @@ def view(model, motion=None, *, camera=None, audio=None, physics: bool = True, h
 
     from mmdkit.export.gltf import write_gltf
     from mmdkit.export.gltf.animation import camera_pose
-    from mmdkit.importers.scene import MMD_UNITS_PER_METRE, Space
-    from mmdkit.viewer import num_frames, serve
+    from mmdkit.importers.scene import Space
+    from mmdkit.viewer import num_frames, start
 
-    t0 = time.perf_counter()
-    model, motion, camera = (load(x) if isinstance(x, (str, os.PathLike)) else x for x in (model, motion, camera))
-    notes = dict(notes or {})
-    timings = notes.setdefault("timings", {})
-    timings.setdefault("load", 1e3 * (time.perf_counter() - t0))
-    t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="mmdkit-view-") as tmp:
-        path = os.path.join(tmp, "model.glb")
-        scale = write_gltf(model, None, path, warn=lambda message: None)["scale"]
-        with open(path, "rb") as f:
-            glb = f.read()
-    timings["GLB export"] = 1e3 * (time.perf_counter() - t0)
-    frames = num_frames(motion, camera)
-    track = None
-    if camera is not None:
-        import numpy as np
-
-        eye, rotation, fov = camera_pose(camera, np.arange(frames, dtype=np.float64), Space(scale=scale))
-        track = np.concatenate([eye, rotation, fov[:, None]], 1).astype(np.float32)
-    viewer = serve(model, motion, glb, scale=scale, physics=physics, camera_track=track, audio_path=audio,
-                   host=host, port=port, frames=frames, notes=notes)
+    viewer = start(host, port) if viewer is None else viewer
     if open_browser:
-        webbrowser.open(viewer.url)
-    return viewer
+        webbrowser.open(viewer.url)  # the browser starts while the model loads; the page waits for it
+    try:
+        t0 = time.perf_counter()
+        model, motion, camera = (load(x) if isinstance(x, (str, os.PathLike)) else x for x in (model, motion, camera))
+        notes = dict(notes or {})
+        timings = notes.setdefault("timings", {})
+        timings.setdefault("load", 1e3 * (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="mmdkit-view-") as tmp:
+            path = os.path.join(tmp, "model.glb")
+            scale = write_gltf(model, None, path, warn=lambda message: None)["scale"]
+            with open(path, "rb") as f:
+                glb = f.read()
+        timings["GLB export"] = 1e3 * (time.perf_counter() - t0)
+        frames = num_frames(motion, camera)
+        track = None
+        if camera is not None:
+            import numpy as np
+
+            eye, rotation, fov = camera_pose(camera, np.arange(frames, dtype=np.float64), Space(scale=scale))
+            track = np.concatenate([eye, rotation, fov[:, None]], 1).astype(np.float32)
+        return viewer.show(model, motion, glb, scale=scale, physics=physics, camera_track=track, audio_path=audio,
+                           frames=frames, notes=notes)
+    except BaseException:
+        viewer.stop()
+        raise

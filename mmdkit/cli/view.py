@@ -14,6 +14,7 @@ import click
 
 from mmdkit.cli._common import CLIP_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, load_model_motion
 from mmdkit.errors import OptionError
+from mmdkit.viewer import read_audio
 
 
 def _inputs(demo, model_path, motion_path, clip, camera_path):
@@ -62,16 +63,24 @@ def command(model_path, motion_path, clip, camera_path, audio_path, port, host, 
       mmdkit view --demo
       mmdkit view Fox.glb --clip Run --no-browser --port 8765
     """
-    import mmdkit
+    import webbrowser
 
-    t0 = time.perf_counter()
-    with compile_note(quiet):
-        model, motion, camera = _inputs(demo, model_path, motion_path, clip, camera_path)
-        load_ms = 1e3 * (time.perf_counter() - t0)
-        viewer = mmdkit.view(model, motion, camera=camera, audio=audio_path, physics=physics, host=host, port=port,
-                             open_browser=browser, notes={"timings": {"load": load_ms}})
-    click.echo(f"mmdkit view: {viewer.url}  (Ctrl-C stops)", nl=True)
+    import mmdkit
+    from mmdkit.viewer import start
+
+    if audio_path is not None:
+        read_audio(audio_path)  # a song the page cannot play: refused before anything starts
+    viewer = start(host, port)  # serving the page at once: the browser starts while the model loads
     try:
+        click.echo(f"mmdkit view: {viewer.url}  (Ctrl-C stops)")
+        if browser:
+            webbrowser.open(viewer.url)
+        t0 = time.perf_counter()
+        with compile_note(quiet):
+            model, motion, camera = _inputs(demo, model_path, motion_path, clip, camera_path)
+            load_ms = 1e3 * (time.perf_counter() - t0)
+            mmdkit.view(model, motion, camera=camera, audio=audio_path, physics=physics, viewer=viewer,
+                        notes={"timings": {"load": load_ms}})
         viewer.wait()
     finally:
         viewer.stop()

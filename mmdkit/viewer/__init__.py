@@ -1,9 +1,9 @@
 """Interactive viewer: a local web page that plays a character with its physics, in any browser.
 
-In: a ``Model``, a ``Motion`` / ``Pose`` (or None), the model's GLB bytes (skinned mesh + skeleton in
-its rest pose, as mmdkit's glTF exporter writes them), options. Out: a running ``Viewer`` (its
-``url``; ``stop()``; shown inline by Jupyter through ``_repr_html_``). The page (static/, three.js
-vendored under static/three/, MIT) loads the GLB once, then fetches each frame's bone transforms and
+In: a ``Model``, a ``Motion`` / ``Pose`` (or None), the model's GLB bytes (skinned mesh + skeleton
+in its rest pose, as mmdkit's glTF exporter writes them), options. Out: a running ``Viewer``
+(``start()``: its ``url`` at once; ``show(...)``: the model; ``stop()``; inline in Jupyter through
+``_repr_html_``). The page (static/, three.js vendored under static/three/, MIT) loads the GLB once, then fetches each frame's bone transforms and
 morph weights, which a background thread bakes with ``mmdkit.runtime.Character`` (Bullet physics
 on and off) ahead of the playhead; the browser interpolates between frames at its own rate.
 A sink beside render and export: it imports runtime, physics and below, never render or export.
@@ -25,7 +25,7 @@ from mmdkit.viewer.frames import FrameStore
 from mmdkit.viewer.scene import glb_json, scene_info, skin_map
 from mmdkit.viewer.server import ViewerContent, ViewerServer
 
-__all__ = ["Viewer", "serve", "num_frames", "binding_report"]
+__all__ = ["Viewer", "start", "num_frames", "binding_report", "read_audio"]
 
 AUDIO_TYPES = {".wav": "audio/wav", ".mp3": "audio/mpeg", ".ogg": "audio/ogg", ".m4a": "audio/mp4",
                ".aac": "audio/aac", ".flac": "audio/flac"}
@@ -46,12 +46,30 @@ def binding_report(model, motion) -> str:
 
 
 class Viewer:
-    """A running viewer: ``url``, ``stop()``, ``wait()`` (until stopped); Jupyter shows the page inline."""
+    """A running viewer: ``url``; ``show(...)`` hands it a model (the page waits until then);
+    ``stop()``; ``wait()`` (until stopped). Jupyter shows the page inline."""
 
     def __init__(self, server: ViewerServer):
         self.server = server
         self.url = server.url
         self._stopped = threading.Event()
+
+    def show(self, model, motion, glb: bytes, *, scale: float, physics: bool = True, camera_track=None,
+             audio_path=None, frames: int | None = None, notes: dict | None = None) -> "Viewer":
+        """Serve ``model`` posed by ``motion`` (the GLB written with ``scale`` glTF units per MMD
+        unit); ``camera_track`` (F, 8) float32 eye, quaternion, fov in glTF space; ``audio_path``
+        a song; ``frames`` how many to play (default: the motion's)."""
+        t0 = time.perf_counter()
+        audio = read_audio(audio_path) if audio_path is not None else None
+        joint_bone, target_morph = skin_map(model, glb_json(glb))
+        store = FrameStore(model, motion, physics_for(model, physics), scale=scale,
+                           num_frames=frames or num_frames(motion))
+        info = scene_info(model, scale=scale, joint_bone=joint_bone, target_morph=target_morph)
+        notes = dict(notes or {}, scale=scale, report=(notes or {}).get("report") or binding_report(model, motion))
+        notes.setdefault("timings", {})["viewer setup"] = 1e3 * (time.perf_counter() - t0)
+        self.server.show(ViewerContent(glb=glb, frames=store, info=info, camera=camera_track, audio=audio,
+                                       notes=notes))
+        return self
 
     def stop(self) -> None:
         if not self._stopped.is_set():
@@ -71,26 +89,16 @@ class Viewer:
         return f"Viewer({self.url})"
 
 
-def serve(model, motion, glb: bytes, *, scale: float, physics: bool = True, camera_track=None, audio_path=None,
-          host: str = "127.0.0.1", port: int = 0, frames: int | None = None, notes: dict | None = None) -> Viewer:
-    """Start the server for ``model`` posed by ``motion`` (the GLB written with ``scale`` glTF units
-    per MMD unit); ``camera_track`` (F, 8) float32 eye, quaternion, fov in glTF space; ``audio_path``
-    a song; port 0 picks a free one (OptionError('port') when the port is taken)."""
-    t0 = time.perf_counter()
-    doc = glb_json(glb)
-    joint_bone, target_morph = skin_map(model, doc)
-    store = FrameStore(model, motion, physics_for(model, physics), scale=scale,
-                       target_morph=target_morph, num_frames=frames or num_frames(motion))
-    audio = None
-    if audio_path is not None:
-        mime = AUDIO_TYPES.get(os.path.splitext(os.fspath(audio_path))[1].lower())
-        if mime is None:
-            raise OptionError("audio", f"{os.fspath(audio_path)}: not a song the page can play; "
-                                       f"use {', '.join(AUDIO_TYPES)}")
-        with open(audio_path, "rb") as f:
-            audio = (f.read(), mime)
-    info = scene_info(model, scale=scale, joint_bone=joint_bone, target_morph=target_morph)
-    notes = dict(notes or {}, scale=scale, report=(notes or {}).get("report") or binding_report(model, motion))
-    notes.setdefault("timings", {})["viewer setup"] = 1e3 * (time.perf_counter() - t0)
-    content = ViewerContent(glb=glb, frames=store, info=info, camera=camera_track, audio=audio, notes=notes)
-    return Viewer(ViewerServer(content, host, port).start())
+def read_audio(path) -> tuple[bytes, str]:
+    """(bytes, MIME type) of a song; OptionError('audio') for a kind the page cannot play."""
+    mime = AUDIO_TYPES.get(os.path.splitext(os.fspath(path))[1].lower())
+    if mime is None:
+        raise OptionError("audio", f"{os.fspath(path)}: not a song the page can play; use {', '.join(AUDIO_TYPES)}")
+    with open(path, "rb") as f:
+        return f.read(), mime
+
+
+def start(host: str = "127.0.0.1", port: int = 0) -> Viewer:
+    """A viewer serving its page at once on ``host``:``port`` (0: a free one; OptionError('port')
+    when taken); ``Viewer.show`` gives it the model."""
+    return Viewer(ViewerServer(host, port).start())

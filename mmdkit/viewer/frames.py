@@ -1,10 +1,10 @@
 """Frames the viewer streams: bone transforms and morph weights, baked ahead in a background thread.
 
 In: a ``Model``, a ``Motion`` (or None), the physics world (or None), ``scale`` (glTF units per
-MMD unit) and ``target_morph`` (T,) int: the model morph behind each morph target of the GLB (−1: none, weight 0).
-Out: ``FrameStore.rows(physics, start, count)`` → (count, STRIDE) float32 rows, one per motion
-frame, waiting until the bake has reached them. A row is, per bone b, its world position (3) and
-rotation quaternion x y z w (4) in glTF space (z flipped, × scale), then the T target weights.
+MMD unit). Out: ``FrameStore.rows(physics, start, count)`` → (count, stride) float32 rows, one per
+motion frame, waiting until the bake has reached them. A row is, per bone b, its world position
+(3) and rotation quaternion x y z w (4) in glTF space (z flipped, × scale), then the N morph
+weights (the page maps them onto the GLB's morph targets).
 Two bakes fill in turn, frame by frame, on one thread: with physics (``Character.update``, Bullet,
 history from frame 0, as ``mmdkit.runtime.pose``) and without (keys, IK, append only).
 """
@@ -41,12 +41,11 @@ class FrameStore:
     stage_ms {stage: mean ms per frame} of the physics bake, error (str) if the bake failed.
     """
 
-    def __init__(self, model, motion, physics, *, scale: float, target_morph: np.ndarray, num_frames: int):
+    def __init__(self, model, motion, physics, *, scale: float, num_frames: int):
         self.model, self.motion, self.physics_world = model, motion, physics
         self.space = Space(scale=scale, flip_z=True)
-        self.target_morph = np.asarray(target_morph, np.int64)
         self.num_frames = max(1, int(num_frames))
-        self.stride = model.num_bones * BONE_FLOATS + len(self.target_morph)
+        self.stride = model.num_bones * BONE_FLOATS + model.num_morphs
         self._rows = {True: np.zeros((self.num_frames, self.stride), np.float32),
                       False: np.zeros((self.num_frames, self.stride), np.float32)}
         self.baked = {True: 0, False: 0}
@@ -63,15 +62,18 @@ class FrameStore:
         return self
 
     def stop(self) -> None:
+        """End the bake (its characters and physics world are freed when its thread returns)."""
         self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
+        self.physics_world = None
 
     def _put(self, physics: bool, i: int, ch: Character) -> None:
         row = self._rows[physics][i]
         row[:self.model.num_bones * BONE_FLOATS] = gltf_bones(ch.bone_world, self.space).reshape(-1)
-        row[self.model.num_bones * BONE_FLOATS:] = np.where(self.target_morph >= 0,
-                                                            ch.morph_weight[np.maximum(self.target_morph, 0)], 0.0)
+        row[self.model.num_bones * BONE_FLOATS:] = ch.morph_weight
 
     def _bake(self) -> None:
         try:
@@ -83,9 +85,11 @@ class FrameStore:
                 self._cond.notify_all()
 
     def _bake_frames(self) -> None:
+        physics_world, self.physics_world = self.physics_world, None  # the bake thread owns it
         kinematic = Character(self.model, self.motion, None)
         kinematic.geometry = False
-        simulated = Character(self.model, self.motion, self.physics_world) if self.has_physics else None
+        simulated = Character(self.model, self.motion, physics_world) if self.has_physics else None
+        del physics_world
         if simulated is not None:
             simulated.geometry = False
         sums = dict.fromkeys(self.stage_ms, 0.0)

@@ -83,7 +83,7 @@ def scene_info(model, *, scale: float, joint_bone: np.ndarray, target_morph: np.
         "bone_parent": np.asarray(model.bone_parent, np.int64).tolist(),
         "bone_rest": np.round(space.points(model.bone_position), 6).tolist(),
         "joint_bone": joint_bone.tolist(),
-        "morph_name": [model.morph_name[i] if i >= 0 else "" for i in target_morph],
+        "target_morph": target_morph.tolist(),
         "body_bone": np.asarray(model.rigid_body_bone if R else [], np.int64).tolist(),
         "body_shape": np.asarray(model.rigid_body_shape if R else [], np.int64).tolist(),
         "body_size": np.round(np.asarray(model.rigid_body_size if R else np.zeros((0, 3)), np.float64) * scale,

@@ -1,7 +1,9 @@
 """The viewer's local web server: the page, the model's GLB, and frames streamed as they are baked.
 
-In: a ``ViewerContent`` (GLB bytes, the ``FrameStore``, scene info, optional camera track and
-audio bytes, notes for the page), host and port (0: a free one). Out: ``ViewerServer`` serving
+In: host and port (0: a free one), then (``show``) a ``ViewerContent``: GLB bytes, the
+``FrameStore``, scene info, optional camera track and audio bytes, notes for the page. The page
+and its scripts are served at once; what needs the content waits for it (the browser starts while
+the model loads). Out: ``ViewerServer`` serving
   /                 the page (static/index.html), /static/…: its scripts and vendored three.js
   /model.glb        the character, rest pose (skinned mesh + skeleton, morph targets)
   /info.json        scene info, frame count, stride, notes (binding report, load timings)
@@ -30,6 +32,8 @@ from mmdkit.errors import OptionError
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 MAX_ROWS = 600
 """Most frames one /frames request returns."""
+CONTENT_WAIT_SECONDS = 600.0
+"""Longest a request waits for the model to be loaded and exported."""
 
 
 @dataclass
@@ -74,12 +78,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self) -> None:
         url = urlsplit(self.path)
-        content: ViewerContent = self.server.content
         path = url.path
         if path in ("/", "/index.html"):
             return self._static("index.html")
         if path.startswith("/static/"):
             return self._static(path[len("/static/"):])
+        if not self.server.ready.wait(CONTENT_WAIT_SECONDS):
+            return self._send(b"the model is still loading", "text/plain", 503)
+        content: ViewerContent = self.server.content
         if path == "/model.glb":
             return self._send(content.glb, "model/gltf-binary")
         if path == "/info.json":
@@ -111,14 +117,16 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class ViewerServer(ThreadingHTTPServer):
-    """``ViewerServer(content, host, port)``: bound at once (OptionError('port') when taken);
-    ``start()`` serves on a daemon thread; ``url``; ``stop()`` ends serving and the bake."""
+    """``ViewerServer(host, port)``: bound at once (OptionError('port') when taken); ``start()``
+    serves on a daemon thread; ``show(content)`` hands over the model and starts its bake; ``url``;
+    ``stop()`` ends serving and the bake."""
 
     daemon_threads = True
     allow_reuse_address = False
 
-    def __init__(self, content: ViewerContent, host: str = "127.0.0.1", port: int = 0):
-        self.content = content
+    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+        self.content: ViewerContent | None = None
+        self.ready = threading.Event()
         try:
             super().__init__((host, int(port)), _Handler)
         except OSError as e:
@@ -144,12 +152,19 @@ class ViewerServer(ThreadingHTTPServer):
                 "bake_seconds": f.bake_seconds, "error": f.error}
 
     def start(self) -> "ViewerServer":
-        self.content.frames.start()
         self._thread.start()
         return self
+
+    def show(self, content: ViewerContent) -> None:
+        if self.content is not None:
+            self.content.frames.stop()
+        self.content = content
+        content.frames.start()
+        self.ready.set()
 
     def stop(self) -> None:
         if self._thread.is_alive():
             self.shutdown()
         self.server_close()
-        self.content.frames.stop()
+        if self.content is not None:
+            self.content.frames.stop()

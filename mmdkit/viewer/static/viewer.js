@@ -6,7 +6,7 @@ import { GLTFLoader } from 'three/addons/loaders/GLTFLoader.js';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { Overlays } from '/static/overlays.js';
 
-const CHUNK = 120;                    // frames per /frames request
+const CHUNK = 60;                     // frames per /frames request (2 s)
 const $ = (id) => document.getElementById(id);
 const info = await (await fetch('/info.json')).json();
 const F = info.num_frames, B = info.bone_name.length, STRIDE = info.stride, FPS = info.fps;
@@ -20,9 +20,21 @@ if (!info.has_camera) $('follow').disabled = true; else $('follow').checked = tr
 
 // --- renderer, scene, camera -------------------------------------------------------------------
 const view = $('view');
-const params = new URLSearchParams(location.search);  // ?aa=0: no multisampling (faster in software GL)
-const renderer = new THREE.WebGLRenderer({ antialias: params.get('aa') !== '0', preserveDrawingBuffer: true });
-renderer.setPixelRatio(window.devicePixelRatio);
+// multisampling unless the browser draws in software (SwiftShader, llvmpipe: it would cost most of
+// the frame); ?aa=1 / ?aa=0 decide
+const params = new URLSearchParams(location.search);
+const software = softwareGL();
+const antialias = params.has('aa') ? params.get('aa') !== '0' : !software;
+const renderer = new THREE.WebGLRenderer({ antialias, preserveDrawingBuffer: true });
+renderer.setPixelRatio(software ? 1 : window.devicePixelRatio);
+function softwareGL() {
+  const gl = document.createElement('canvas').getContext('webgl2');
+  if (!gl) return false;
+  const ext = gl.getExtension('WEBGL_debug_renderer_info');
+  const name = ext ? gl.getParameter(ext.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER);
+  gl.getExtension('WEBGL_lose_context')?.loseContext();
+  return /swiftshader|llvmpipe|software/i.test(name);
+}
 view.appendChild(renderer.domElement);
 const scene = new THREE.Scene();
 scene.background = new THREE.Color(0xe8ebf0);
@@ -97,14 +109,14 @@ function trimMorphs(mesh) {
   const geo = mesh.geometry;
   if (!trimmed.has(geo)) {
     const targets = geo.morphAttributes.position || [];
-    const used = new Uint8Array(geo.attributes.position.count);
-    if (geo.index) for (const i of geo.index.array) used[i] = 1; else used.fill(1);
+    const n = geo.attributes.position.count, mark = new Uint8Array(n);
+    if (geo.index) for (const i of geo.index.array) mark[i] = 1; else mark.fill(1);
+    const used = [];
+    for (let v = 0; v < n; v++) if (mark[v]) used.push(3 * v);
     const keep = [];
     targets.forEach((attr, t) => {
       const a = attr.array;
-      for (let v = 0; v < used.length; v++) {
-        if (used[v] && (a[3 * v] !== 0 || a[3 * v + 1] !== 0 || a[3 * v + 2] !== 0)) { keep.push(t); break; }
-      }
+      for (const o of used) if (a[o] !== 0 || a[o + 1] !== 0 || a[o + 2] !== 0) { keep.push(t); break; }
     });
     for (const key of Object.keys(geo.morphAttributes)) {
       if (keep.length) geo.morphAttributes[key] = keep.map((t) => geo.morphAttributes[key][t]);
@@ -120,7 +132,7 @@ function trimMorphs(mesh) {
     delete mesh.morphTargetInfluences; delete mesh.morphTargetDictionary;
   }
 }
-const jointBone = info.joint_bone;
+const jointBone = info.joint_bone, targetMorph = info.target_morph;
 const boneMat = Array.from({ length: B }, () => new THREE.Matrix4());
 const overlays = new Overlays(scene, info, boneMat, scale);
 
@@ -159,11 +171,14 @@ function applyPose(ra, rb, w) {
     boneMat[b].compose(pa, qa, one);
   }
   for (let j = 0; j < joints.length; j++) if (jointBone[j] >= 0) joints[j].matrixWorld.copy(boneMat[jointBone[j]]);
-  const m0 = B * 7, T = STRIDE - m0;
+  const m0 = B * 7;
   for (const mesh of meshes) {
     const inf = mesh.morphTargetInfluences, keep = mesh.userData.targets;
     if (!inf) continue;
-    for (let k = 0; k < keep.length; k++) { const t = m0 + keep[k]; inf[k] = ra[t] + (rb[t] - ra[t]) * w; }
+    for (let k = 0; k < keep.length; k++) {
+      const m = targetMorph[keep[k]], t = m0 + m;
+      inf[k] = m < 0 ? 0 : ra[t] + (rb[t] - ra[t]) * w;
+    }
   }
 }
 
@@ -202,7 +217,7 @@ function stopAudio() { if (source) { source.stop(); source.disconnect(); source 
 // --- playback state ------------------------------------------------------------------------------------
 let time = 0, playing = false, physics = $('physics').checked, shown = -1, shownPhysics = physics;
 let firstFrameMs = null, last = null;
-const frameTimes = [];
+const frameTimes = [], poseTimes = [];  // ms between frames; ms of posing (bones, morphs, overlays)
 function setPlaying(p) {
   playing = p;
   $('play').textContent = p ? '❚❚' : '▶';
@@ -236,19 +251,22 @@ function tick(now) {
   }
   const f = Math.min(time * FPS, F - 1), a = Math.floor(f), b = Math.min(a + 1, F - 1);
   const c = Math.floor(a / CHUNK);
-  want(physics, c); want(physics, c + 1); want(physics, c + 2);
+  for (let k = 0; k < 4; k++) want(physics, c + k);  // this chunk and 6 s ahead
   const ra = row(physics, a), rb = row(physics, b);
   if (ra && rb) {
+    const t0 = performance.now();
     applyPose(ra, rb, f - a);
     shown = f; shownPhysics = physics;
     overlays.update();
-    if (firstFrameMs === null) firstFrameMs = performance.now();
+    poseTimes.push(performance.now() - t0);
+    if (poseTimes.length > 600) poseTimes.shift();
   }
   if (cameraTrack && $('follow').checked) { controls.enabled = false; followCamera(f); }
   else { controls.enabled = true; controls.update(); }
   $('frame').textContent = f.toFixed(1);
   if (document.activeElement !== $('timeline')) $('timeline').value = f;
   renderer.render(scene, camera);
+  if (firstFrameMs === null && shown >= 0) firstFrameMs = performance.now();  // the character drawn posed
 }
 requestAnimationFrame(tick);
 
@@ -291,6 +309,8 @@ window.__mmdkit = {
   setPhysics: (p) => { $('physics').checked = p; physics = p; },
   show: (id, on) => { $(id).checked = on; overlays.show(id, on); },
   frameTimes: () => frameTimes.slice(),
+  poseTimes: () => poseTimes.slice(),
+  antialias,
   three: { THREE, renderer, scene, camera, character: gltf.scene, floor },
   // the rendered skeleton's joints: world position and rotation (x y z w), MMD space (units, z flipped back)
   bonePositions: () => joints.map((bone, j) => {
