@@ -146,3 +146,29 @@ def test_plan_skips_done_jobs_and_fails_missing_inputs(tmp_path, files):
     (tmp_path / "out" / "done" / "done.npz").write_bytes(b"123")  # an output damaged: run again
     assert [j.name for j in plan(jobs, store).todo] == ["done", "todo"]
     assert len(plan(jobs, store, force=True).todo) == 2
+
+
+def test_clip_and_vpd_keys(tmp_path, files):
+    """A model's own clip by name or index and VPD poses (FILE relative to the manifest) as `mmdkit pose
+    --clip/--vpd` take them; both are part of the job's key; a malformed one names the manifest line."""
+    m, v = files["models"][0], files["motions"][0]
+    (tmp_path / "p.vpd").write_bytes(b"Vocaloid Pose Data file\r\n\r\nm.osm;\r\n0;\r\n")
+    jobs = read_manifest(write_jsonl(tmp_path / "j.jsonl", [
+        {"model": "fox.glb", "clip": 2, "outputs": ["npz"]}, {"model": "fox.glb", "clip": "Run", "outputs": ["npz"]},
+        {"model": m, "motion": v, "vpd": ["p.vpd@10:0.5"], "outputs": ["npz"], "name": "posed"},
+        {"model": m, "motion": v, "vpd": "p.vpd@10;p.vpd@20:0", "outputs": ["npz"], "name": "two"},
+        {"model": m, "motion": v, "outputs": ["npz"], "name": "plain"}]))
+    assert [(j.name, j.clip) for j in jobs[:2]] == [("fox__2", "2"), ("fox__Run", "Run")]
+    assert jobs[2].vpd == (f"{tmp_path / 'p.vpd'}@10:0.5",)
+    assert jobs[3].vpd == (f"{tmp_path / 'p.vpd'}@10:1", f"{tmp_path / 'p.vpd'}@20:0")
+    assert jobs[2].inputs()["vpd0"] == str(tmp_path / "p.vpd")
+    hasher = FileHasher()
+    assert len({job_key(j, hasher) for j in jobs[2:]}) == 3
+    for entry, message in (({"clip": True}, "'clip' must be a clip's name or index"),
+                           ({"vpd": "p.vpd"}, "vpd: 'p.vpd' is not FILE.vpd@FRAME[:WEIGHT]"),
+                           ({"vpd": ["p.vpd@x"]}, "vpd: 'p.vpd@x': FRAME must be an integer, WEIGHT a number"),
+                           ({"vpd": [3]}, "'vpd' must list FILE.vpd@FRAME[:WEIGHT] poses")):
+        path = write_jsonl(tmp_path / "bad.jsonl", [dict({"model": m, "outputs": ["npz"]}, **entry)])
+        with pytest.raises(FormatError) as e:
+            read_manifest(path)
+        assert str(e.value).startswith(f"{path} line 1: ") and message in str(e.value)

@@ -192,8 +192,20 @@ class Store:
                 f.write(text)
             return
         path = os.path.join(self.root, *relpath.split("/"))
-        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        with naming(path), atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
+
+
+@contextlib.contextmanager
+def naming(path: str):
+    """An OSError without a file name inside the block (a full disk, a file size limit: the write
+    itself failed) is re-raised naming ``path``, the file being written."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename or not e.strerror:
+            raise
+        raise type(e)(e.errno, e.strerror, path) from None
 
 
 def _remove_temporary(folder: str, is_temporary) -> None:

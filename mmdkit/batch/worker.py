@@ -8,7 +8,6 @@ job needs another, so memory stays flat however many jobs a worker runs.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import time
@@ -17,7 +16,7 @@ from mmdkit.animation.frames import MOTION_FPS
 from mmdkit.animation.motion import Motion
 from mmdkit.batch.manifest import RENDER_OUTPUTS, parse_range
 from mmdkit.batch.plan import job_row
-from mmdkit.batch.store import RECORD
+from mmdkit.batch.store import naming
 from mmdkit.errors import MmdkitError, OptionError
 from mmdkit.formats.io import load_as
 from mmdkit.model.model import Model
@@ -60,18 +59,6 @@ def job_inputs(job, warn) -> tuple:
     camera = (loading.load_as(job.camera, Motion, "camera motion (.vmd)", names["camera"], warn=warn, shown=shown)
               if job.camera else None)
     return model, motion, camera
-
-
-@contextlib.contextmanager
-def naming(path: str):
-    """An OSError without a file name inside the block (a full disk, a file size limit: the write
-    itself failed) is re-raised naming ``path``, the file being written."""
-    try:
-        yield
-    except OSError as e:
-        if e.filename or not e.strerror:
-            raise
-        raise type(e)(e.errno, e.strerror, path) from None
 
 
 def output_frames_for(motion, camera, settings: dict):
@@ -167,8 +154,7 @@ def run_job(job, store) -> dict:
         seconds = time.perf_counter() - t0
         record = {"key": job.key, "name": job.name, "frames": frames, "seconds": round(seconds, 3),
                   "outputs": [{"filename": d["filename"], "size": d["size"]} for d in done]}
-        with naming(store.location(job.name, RECORD)):
-            store.write_record(job.name, record)
+        store.write_record(job.name, record)
     except Exception as e:  # a job's failure (MemoryError included) is its row, never the batch's end
         return job_row(job, "failed", seconds=round(time.perf_counter() - t0, 3), warnings=warnings,
                        error=f"{one_line(e)}", pid=os.getpid(), rss_mb=round(rss_mb(), 1),
