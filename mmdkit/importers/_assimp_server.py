@@ -1,14 +1,15 @@
 """The Assimp helper process: reads files with the C++ bridge in forked workers, so that a crash,
 a hang or a runaway allocation inside Assimp ends a worker, never the caller.
 
-Run by ``mmdkit.importers.assimp_process`` as ``python -P _assimp_server.py BRIDGE_SO`` (a script,
-not a package module: it imports only the standard library, numpy and the bridge, loaded from
-its file). Single-threaded, so forking it is safe. Protocol on stdin/stdout, frames of an 8-byte
-little-endian length + a pickle: first it sends ``{"ready": pid}``; then for each request
+Run by ``mmdkit.importers.assimp_process`` as ``python -P _assimp_server.py BRIDGE_SO CALLER_PID``
+(a script, not a package module: it imports only the standard library, numpy and the bridge,
+loaded from its file). Single-threaded, so forking it is safe. Protocol on stdin/stdout, frames of
+an 8-byte little-endian length + a pickle: first it sends ``{"ready": pid}``; then for each request
 ``{"path", "data" (bytes or None), "flags" (int or None), "seconds", "memory" (bytes)}`` it forks
-a worker and answers ``{"kind", "detail", "signal", "maxrss_kb"}`` and a frame holding the pickled
-scene dict of ``bridge.load`` (empty unless kind is "ok"). Kinds: "ok", "error" (Assimp's message), "memory" (the address-space
-limit was hit), "crash" (killed by ``signal``), "timeout" (SIGKILLed after ``seconds``) or "exit".
+a worker and answers ``{"kind", "detail", "signal", "maxrss_kb"}``, then a frame holding the
+pickled scene dict of ``bridge.load`` (empty unless kind is "ok"). Kinds: "ok", "error" (Assimp's
+message), "memory" (the address-space limit was hit), "crash" (killed by ``signal``), "timeout"
+(SIGKILLed after ``seconds``) or "exit" (ended without an answer).
 
 A worker dies with this process (PR_SET_PDEATHSIG SIGKILL); this process dies with its parent
 (the same, and EOF on stdin, which the parent holds); SIGINT is ignored (the parent decides).

@@ -46,6 +46,7 @@ FBX pivots are collapsed (AI_CONFIG_IMPORT_FBX_PRESERVE_PIVOTS off), so no '$Ass
 nodes sit between bones."""
 
 _MIME = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "bmp": "image/bmp", "webp": "image/webp"}
+_DETAIL = 240  # characters of Assimp's message kept (some quote kilobytes of the file)
 _SHEAR = 1e-5  # relative error of T·R·S against a node matrix above which the matrix is kept as is
 
 
@@ -71,7 +72,7 @@ def read_assimp_raw(data: bytes | None, path: str) -> dict:
     except MmdkitError:  # Assimp crashed, hung or ran out of memory; a limit is not a number
         raise
     except ValueError as e:
-        detail = " ".join(str(e).split()) or "Assimp could not read it"
+        detail = " ".join(str(e).split())[:_DETAIL] or "Assimp could not read it"
         if str(path).lower().endswith(".dae") and detail.startswith("Cannot parse string"):
             return _collada_retry(bridge, data, path, detail)
         raise FormatError(f"Assimp: {detail}", path=str(path)) from None

@@ -14,8 +14,8 @@ ms, where a fresh interpreter per file would cost ~0.3 s and forking the caller 
 numba) is unsafe. The worker's address space is limited (``RLIMIT_AS``), its wall time is
 enforced by the helper with SIGKILL (Assimp's SMD reader can loop ignoring SIGTERM), and it dies
 with the helper, which dies with the caller (PR_SET_PDEATHSIG, and EOF on the pipe the caller
-holds). Limits: ``MMDKIT_ASSIMP_SECONDS`` (default 60 s + 1 s per MiB of file) and
-``MMDKIT_ASSIMP_MEMORY_MB`` (default 512 MiB + 64 MiB per MiB of file). Requests from threads
+holds). Limits: ``MMDKIT_ASSIMP_SECONDS`` (default 60 s + 1 s per whole MiB of file) and
+``MMDKIT_ASSIMP_MEMORY_MB`` (default 512 MiB + 64 MiB per whole MiB of file). Requests from threads
 of one process take turns; a forked child of the caller starts its own helper.
 """
 
@@ -60,9 +60,9 @@ class Limits:
 
 def limits_for(size: int) -> Limits:
     """The limits for a file of ``size`` bytes (environment overrides, else the defaults)."""
-    mib = size / _MIB
-    seconds = check_number(os.environ.get(SECONDS_ENV) or None, SECONDS_ENV, default=60.0 + mib)
-    memory = check_number(os.environ.get(MEMORY_ENV) or None, MEMORY_ENV, default=512.0 + 64.0 * mib)
+    mib = size // _MIB
+    seconds = check_number(os.environ.get(SECONDS_ENV) or None, SECONDS_ENV, default=60 + mib)
+    memory = check_number(os.environ.get(MEMORY_ENV) or None, MEMORY_ENV, default=512 + 64 * mib)
     return Limits(seconds=seconds, memory_mb=memory)
 
 
