@@ -11,12 +11,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = Path(os.environ.get("MMDKIT_ASSETS", REPO.parent / "shared" / "assets"))
 ASSETS_FOUND = (ASSETS / "gene").is_dir()
 HINT = f"assets not found at {ASSETS}; set MMDKIT_ASSETS"
+
+#: How closely two different code paths (kernels compiled apart: fused vs per stage, batch vs frame
+#: by frame, serial vs parallel skinning) agree on the same float quantity, on any x86-64 CPU
+#: (AVX2, AVX-512, NUMBA_CPU_NAME=generic): 1e-5 of the values' size. Each path may round
+#: differently (float32: 6e-8 a step; fastmath kernels reorder sums and contract to FMA; an IK
+#: angle's acos near 1 turns a rounding into about its square root), while a wrong frame, stage,
+#: bone or weight is off by 1e-3 or more. Only the very same code run twice is compared bit for bit.
+PATHS_RTOL = 1e-5
 
 
 def _missing() -> None:
@@ -56,3 +65,20 @@ def mmdkit_cli(capsys):
         return e.value.code, out.out, out.err
 
     return run
+
+
+def _paths_agree(got, want, err_msg=""):
+    got, want = np.asarray(got), np.asarray(want)
+    if not (np.issubdtype(want.dtype, np.floating) or np.issubdtype(got.dtype, np.floating)):
+        np.testing.assert_array_equal(got, want, err_msg=err_msg)  # flags, indices: no rounding
+        return
+    finite = np.abs(want[np.isfinite(want)])
+    scale = max(1.0, float(finite.max(initial=0.0)))
+    np.testing.assert_allclose(got, want, rtol=0, atol=PATHS_RTOL * scale, err_msg=err_msg)
+
+
+@pytest.fixture(scope="session")
+def paths_agree():
+    """``paths_agree(got, want, err_msg="")``: the same quantity from two different code paths
+    agrees to ``PATHS_RTOL`` of its size (integers exactly; NaN where the other has NaN)."""
+    return _paths_agree

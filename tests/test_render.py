@@ -102,7 +102,9 @@ def test_self_shadow_darkens_what_the_light_cannot_see(ctx):
     assert out[True][lit].sum() > out[True][shade].sum() + 60
     # a VMD self-shadow key with mode 0 turns it off for that frame
     off = ren.render(eye, view, proj, light_dir=(1.0, -1.0, 0.0), self_shadow=False).astype(int)
-    np.testing.assert_array_equal(off, out[False])
+    # another shader (compiled with SELF_SHADOW, its branch off) than out[False]'s: llvmpipe may round
+    # a channel one or two steps apart; the shadow itself darkens by 60 or more
+    assert np.abs(off - out[False]).max() <= 2
 
 
 @pytest.mark.parametrize("self_shadow, via", [(False, "bones"), (True, "bones"), (False, "morphs")])

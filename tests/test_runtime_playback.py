@@ -50,12 +50,12 @@ def test_play_poses_every_character_with_its_offset():
     np.testing.assert_allclose(seen, [[5, 7, 9], [6.5, 8.5, 10.5]], atol=1e-4)
 
 
-def test_pose_batch_and_frame_by_frame_agree_at_fractional_frames():
+def test_pose_batch_and_frame_by_frame_agree_at_fractional_frames(paths_agree):
     model, motion = slide()
     frames = output_frames(0, 30, fps=48)
     batch = pose(model, motion, frames)
     one = pose(model, motion, frames, vertices=True)
-    np.testing.assert_array_equal(batch["bone_world"], one["bone_world"])
+    paths_agree(one["bone_world"], batch["bone_world"])  # the parallel batch kernel vs frame by frame
     np.testing.assert_allclose(batch["bone_world"][:, 0, 0, 3], frames, atol=1e-4)
 
 
@@ -118,4 +118,4 @@ def test_play_on_threads_poses_as_one_thread_does(assets):
 
     one, two = run(1), run(2)
     assert np.abs(one[-1, 0] - one[-1, 1]).max() > 1e-3  # the offsets show
-    np.testing.assert_array_equal(one, two)
+    np.testing.assert_array_equal(one, two)  # each character runs the same code either way: the same bits

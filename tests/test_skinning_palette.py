@@ -1,5 +1,5 @@
 """Palette batches: ≤ P bones per batch, all triangles kept in material order, and skinning
-through the batches' palettes equals skinning the whole mesh."""
+through the batches' palettes equals skinning the whole mesh (to float32 rounding)."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def skin_through_batches(sk, pb, S):
 
 @pytest.mark.parametrize("P", [13, 36])
 @pytest.mark.parametrize("keep_order", [False, True])
-def test_gene_batches_skin_like_whole_mesh(gene, P, keep_order):
+def test_gene_batches_skin_like_whole_mesh(gene, P, keep_order, paths_agree):
     m, sk = gene
     pb = build_palette_batches(m, P, keep_order=keep_order)
     check_structure(m, pb)
@@ -80,8 +80,9 @@ def test_gene_batches_skin_like_whole_mesh(gene, P, keep_order):
     whole_n = np.empty((m.num_vertices, 3), np.float32)
     sk.skin(S, None, whole_p, whole_n)
     p, n = skin_through_batches(sk, pb, S)
-    np.testing.assert_array_equal(p, whole_p[pb.vertex_source])
-    np.testing.assert_array_equal(n, whole_n[pb.vertex_source])
+    # different kernels (serial per batch, parallel over the whole mesh; fastmath): to rounding
+    paths_agree(p, whole_p[pb.vertex_source])
+    paths_agree(n, whole_n[pb.vertex_source])
     if keep_order:  # each batch is a run of consecutive triangles
         assert np.array_equal(pb.face_source, np.arange(m.num_faces))
 
@@ -96,7 +97,7 @@ def test_fewer_bones_more_batches(gene):
     assert a.num_batches <= build_palette_batches(m, 13, keep_order=True).num_batches
 
 
-def test_sdef_qdef_bdef4_fixtures(assets):
+def test_sdef_qdef_bdef4_fixtures(assets, paths_agree):
     for name in ("mixed-deform-types.pmx", "sdef-two-bone-elbow.pmx", "qdef-twist-cylinder.pmx",
                  "bdef4-twist-cylinder.pmx"):
         m = mmdkit.load(assets / (GEN + name))
@@ -110,8 +111,8 @@ def test_sdef_qdef_bdef4_fixtures(assets):
         whole_n = np.empty((m.num_vertices, 3), np.float32)
         sk.skin(S, None, whole_p, whole_n)
         p, n = skin_through_batches(sk, pb, S)
-        np.testing.assert_array_equal(p, whole_p[pb.vertex_source], err_msg=name)
-        np.testing.assert_array_equal(n, whole_n[pb.vertex_source], err_msg=name)
+        paths_agree(p, whole_p[pb.vertex_source], err_msg=name)  # kernels on other runs of vertices
+        paths_agree(n, whole_n[pb.vertex_source], err_msg=name)
 
 
 def test_small_palette_splits_and_too_small_palette_is_an_error(assets):

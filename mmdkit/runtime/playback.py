@@ -6,39 +6,25 @@ maps output pictures at any fps to motion frames (real time: frame = seconds × 
 ``pose`` returns bone_world (F,B,4,4), morph_weight (F,N) float32 and optionally skinned
 vertices (F,V,3), through the parallel kinematic batch (``mmdkit.pose.pose_batch``) when
 nothing needs history. While physics runs, numba runs on the calling thread only
-(``numba_threads``): its idle workers spin on the cores Bullet needs.
+(``numba_threads``, set up in ``mmdkit.threads``): its workers would compete with Bullet for the cores.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 
 import numpy as np
 
 from mmdkit.animation.frames import output_frames  # noqa: F401  (re-exported by mmdkit.runtime)
 from mmdkit.pose.batch import pose_batch
 from mmdkit.runtime.character import FPS, Character
+from mmdkit.threads import using_threads as numba_threads  # noqa: F401  (re-exported by mmdkit.runtime)
 
 
 def seconds_at(frame: float) -> float:
     """Seconds of real time (and of the song) at motion frame ``frame`` (VMD: 30 frames a second)."""
     return float(frame) / FPS
-
-
-@contextmanager
-def numba_threads(count: int | None):
-    """Run the block with ``count`` numba threads on this thread (None: leave as is), then restore."""
-    import numba
-
-    old = numba.get_num_threads()
-    if count is not None:
-        numba.set_num_threads(max(1, min(int(count), numba.config.NUMBA_NUM_THREADS)))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(old)
 
 
 def _update_all(characters, offsets, frame: float, timed: bool) -> None:

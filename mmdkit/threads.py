@@ -1,0 +1,62 @@
+"""numba's threads, set up in one place: how they wait for work, and how many a piece of work uses.
+
+In: the environment (what the user set wins). Out:
+
+- on import (``mmdkit`` imports this module before any kernel module): numba prefers its OpenMP
+  layer, and OpenMP's idle threads sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``, where
+  libgomp spins ~300,000 turns, ~3 ms, before sleeping). A spinning thread holds its core; with
+  another process busy on one of two cores, the numba thread that shares that core stalls each
+  parallel kernel for a scheduler time slice while the other one spins (Gene skinning 0.07 → ~7
+  ms/frame). Asleep, the idle thread leaves its core free, the stalled work moves there and one
+  busy core costs ~1.3x (``benchmarks/bench_busy_core.py``). libgomp reads the variable once, when
+  numba starts its threads (the first parallel kernel, or ``numba.get/set_num_threads``), so it
+  is set here, before that. numba's ``workqueue`` layer also sleeps, but aborts the process when
+  two Python threads launch parallel kernels at once (mmdkit's skinner and ``play(threads=…)`` do).
+- ``set_threads(count)``: how many numba threads the parallel kernels launched from the calling
+  thread use (clamped to 1 … ``NUMBA_NUM_THREADS``); ``using_threads(count)`` for one block.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+
+#: set unless the environment already says otherwise (read once, when numba's threads start)
+ENVIRONMENT = {"OMP_WAIT_POLICY": "PASSIVE", "NUMBA_THREADING_LAYER_PRIORITY": "omp tbb workqueue"}
+
+
+def configure() -> None:
+    """Put each of ``ENVIRONMENT`` into ``os.environ`` where unset (numba, if imported already,
+    is told the layer priority too: it read the environment at its import)."""
+    for name, value in ENVIRONMENT.items():
+        if name not in os.environ:
+            os.environ[name] = value
+            config = sys.modules.get("numba.core.config")
+            if name == "NUMBA_THREADING_LAYER_PRIORITY" and config is not None:
+                config.THREADING_LAYER_PRIORITY = value.split()
+
+
+def set_threads(count: int) -> None:
+    """numba threads for the parallel kernels this thread launches: ``count`` clamped to 1 … the
+    threads numba started (``NUMBA_NUM_THREADS``, the cores by default)."""
+    import numba
+
+    numba.set_num_threads(max(1, min(int(count), numba.config.NUMBA_NUM_THREADS)))
+
+
+@contextmanager
+def using_threads(count: int | None):
+    """Run the block with ``count`` numba threads on this thread (None: leave as is), then restore."""
+    import numba
+
+    old = numba.get_num_threads()
+    if count is not None:
+        set_threads(count)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+configure()
