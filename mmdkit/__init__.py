@@ -6,6 +6,7 @@ Entry points: ``load(path)`` → Model | Motion | Pose; ``save(obj, path)``; ``v
 
 from __future__ import annotations
 
+import mmdkit.threads  # noqa: F401  (numba's threads set up before any kernel runs)
 from mmdkit.animation.motion import Motion, Pose
 from mmdkit.errors import (BuildError, FormatError, MmdkitError, OptionError, PhysicsError, RenderError,
                            UnavailableError)
