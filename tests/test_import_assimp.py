@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -335,6 +336,27 @@ def test_threads_take_turns_and_a_lost_helper_is_replaced(models):
         t.join()
     assert len(got) == 3 and all(same(g, want) for g in got)
     assert same(read_assimp_raw(None, path), want)
+
+
+def test_a_forked_child_starts_its_own_helper(models):
+    """A child forked while this process's helper runs must not talk to it (both would read its
+    answers): it starts its own, and this process's helper still answers afterwards."""
+    from mmdkit.importers import assimp_process
+
+    path = str(models / "X/test.x")
+    want = read_assimp_raw(None, path)
+    ours = assimp_process._HELPER.proc.pid
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: fork with threads running
+        pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if same(read_assimp_raw(None, path), want) and assimp_process._HELPER.proc.pid != ours else 1
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert same(read_assimp_raw(None, path), want) and assimp_process._HELPER.proc.pid == ours
 
 
 def children(pid: int) -> list[int]:

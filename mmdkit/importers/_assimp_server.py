@@ -146,6 +146,9 @@ def answer(out: bytes, err: bytes, status: int, timed_out: bool, rusage) -> tupl
 def serve(bridge) -> None:
     server = os.getpid()
     send(1, {"ready": server})
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 2)  # started: nothing more to say on the stderr pipe the caller does not read
+    os.close(quiet)
     while True:
         head = read_exact(0, _HEADER.size)
         body = read_exact(0, _HEADER.unpack(head)[0]) if head else None

@@ -132,7 +132,7 @@ class _Helper:
             raise UnavailableError("Assimp support needs a Python executable to run its helper process")
         self.proc = subprocess.Popen([sys.executable, "-P", str(SERVER), bridge_file, str(os.getpid())],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=env)
+                                     env=env, bufsize=0)
         try:
             ready = _unpickle(self._frame(time.monotonic() + _START_SECONDS))
         except (_Lost, pickle.UnpicklingError):
@@ -166,24 +166,21 @@ class _Helper:
 
     def request(self, bridge_file: str, req: dict) -> tuple[dict, bytes]:
         """Send one request (starting the helper if needed) → (reply, pickled scene or b"")."""
-        if self.proc is None or self.proc.poll() is not None:
-            self.stop()
-            self._start(bridge_file)
         try:
+            if self.proc is None or self.proc.poll() is not None:
+                self.stop()
+                self._start(bridge_file)
             blob = pickle.dumps(req, protocol=5)
-            self.proc.stdin.write(_HEADER.pack(len(blob)))
-            self.proc.stdin.write(blob)
-            self.proc.stdin.flush()
+            view = memoryview(_HEADER.pack(len(blob)) + blob)
+            while view:  # unbuffered: nothing half-sent stays in a buffer a forked child could flush
+                view = view[os.write(self.proc.stdin.fileno(), view):]
             deadline = time.monotonic() + req["seconds"] + _SLACK_SECONDS
             reply = _unpickle(self._frame(deadline))  # the helper's own small dict of plain values
             return reply, self._frame(deadline)
         except BrokenPipeError:
             self.stop()
             raise _Lost(ended=True) from None
-        except _Lost:
-            self.stop()
-            raise
-        except BaseException:  # Ctrl-C, SIGTERM, ...: the worker must not outlive the call
+        except BaseException:  # _Lost, Ctrl-C, SIGTERM, ...: the worker must not outlive the call
             self.stop()
             raise
 
