@@ -152,10 +152,12 @@ class _Helper:
 
     def _read(self, n: int, deadline: float) -> bytes:
         fd = self.proc.stdout.fileno()
+        poll = select.poll()  # not select(): a busy caller's descriptors can pass FD_SETSIZE
+        poll.register(fd, select.POLLIN)
         parts, got = [], 0
         while got < n:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if left <= 0 or not poll.poll(left * 1000):
                 raise _Lost(ended=False)
             chunk = os.read(fd, min(n - got, 1 << 22))
             if not chunk:
@@ -220,7 +222,11 @@ def load(bridge_file: str, path: str, data: bytes | None, flags: int | None = No
         raise FormatError(f"Assimp's helper process {what} while reading this file", path=path) from None
     kind = reply["kind"]
     if kind == "ok":
-        return _unpickle(blob)
+        try:
+            return _unpickle(blob)
+        except Exception as e:  # noqa: BLE001 - what a worker sends is not trusted
+            raise FormatError(f"Assimp's worker sent something that is not a scene ({type(e).__name__})",
+                              path=path) from None
     if kind == "error":
         raise ValueError(reply["detail"])
     if kind == "crash":
