@@ -1,8 +1,10 @@
 """FBX, DirectX .x, COLLADA, BVH and the other formats Assimp reads → MMD ``Model`` + clip ``Motion``s.
 
 In: a path (or the file's bytes and path). The C++ bridge ``mmdkit.importers._assimp`` (system
-Assimp, see ``DEFAULT_FLAGS``) gives the scene in Assimp's space (right-handed, file units);
-``assimp_asset`` turns it into a ``GltfAsset`` (the input contract of ``import_scene``,
+Assimp, see ``DEFAULT_FLAGS``), run in a worker of a helper process (``assimp_process``: a crash,
+hang or runaway allocation of Assimp is a ``FormatError``, never the caller's end), gives the scene
+in Assimp's space (right-handed, file units), checked by ``assimp_checks``; ``assimp_asset`` turns
+it into a ``GltfAsset`` (the input contract of ``import_scene``,
 docs/import.md) and ``import_scene`` does the rest. Out: ``load_assimp_scene(path)`` → (Model,
 Clips); ``read_assimp_model(data, path)`` is what ``mmdkit.load`` calls for .fbx/.x/.dae/...
 """
@@ -61,7 +63,8 @@ def _bridge():
 
 def read_assimp_raw(data: bytes | None, path: str) -> dict:
     """The bridge's scene dict for ``path`` (read from disk when it is a file, so external files
-    beside it resolve; else from ``data``); ``FormatError`` with Assimp's message otherwise."""
+    beside it resolve; else from ``data``), read in the helper's worker; ``FormatError`` with
+    Assimp's message, or saying that Assimp crashed, hung or ran out of memory, otherwise."""
     bridge = _bridge().__file__
     if str(path).lower().endswith(".x"):
         check_x_skin_weights(read_bytes(path) if data is None else data, path)
