@@ -85,9 +85,14 @@ def test_pose_says_how_the_motion_bound(mmdkit_cli, assets, tmp_path):
     code, _, err = mmdkit_cli("pose", assets / "mokou" / "mokou_B.pmd", gene_motion, "--frames", "0",
                               "--no-physics", "-o", tmp_path / "b.npz")
     assert code == 0
-    line = next(x for x in err.splitlines() if "bone tracks" in x)
-    assert line.startswith("mmdkit: warning: ") and "01_happy.vmd" in line
-    assert "bound 70/222 bone tracks, 15/111 morph tracks" in line and "unbound bones: グルーブ" in line
+    line = next(x for x in err.splitlines() if "not in the model" in x)  # one short line: counts only
+    assert line.startswith("mmdkit: warning: ") and "01_happy.vmd" in line and len(line) < 220
+    assert "152 motion bones and 96 motion morphs not in the model (list: -v" in line and "グルーブ" not in line
+    code, _, err = mmdkit_cli("pose", assets / "mokou" / "mokou_B.pmd", gene_motion, "--frames", "0",
+                              "--no-physics", "-v", "-o", tmp_path / "b.npz")  # -v: every name
+    line = next(x for x in err.splitlines() if "not in the model" in x)
+    assert "bound 70/222 bone tracks, 15/111 morph tracks; not in the model: bones グルーブ" in line
+    assert line.count(", ") >= 152 + 96 - 2
     code, _, err = mmdkit_cli("pose", assets / "gene" / "Gene.pmx", gene_motion, "--frames", "0",
                               "--no-physics", "-q", "-o", tmp_path / "c.npz")
     assert code == 0 and err == ""

@@ -103,6 +103,21 @@ class BindingReport:
                 text += f" (+{more} more)" if more > 0 else ""
         return text
 
+    def short(self) -> str:
+        """How many tracks did not bind, in a few words: '194 motion bones and 105 motion morphs not
+        in the model'."""
+        parts = [f"{len(names)} motion {what if len(names) != 1 else what[:-1]}"
+                 for what, names in (("bones", self.unbound_bones), ("morphs", self.unbound_morphs)) if names]
+        return " and ".join(parts) + " not in the model"
+
+    def full(self) -> str:
+        """The counts and every unbound name: 'bound 28/222 bone tracks, 6/111 morph tracks; not in
+        the model: bones a, b, …; morphs c, …'."""
+        lists = [f"{what} " + ", ".join(names)
+                 for what, names in (("bones", self.unbound_bones), ("morphs", self.unbound_morphs)) if names]
+        return (f"bound {self.bound_bones}/{self.bone_tracks} bone tracks, {self.bound_morphs}/{self.morph_tracks} "
+                f"morph tracks" + ("; not in the model: " + "; ".join(lists) if lists else ""))
+
 
 @dataclass(frozen=True, eq=False)
 class BoundMotion:

@@ -49,21 +49,31 @@ def load_model_motion(model_path: str, motion_path: str | None, clip: str | None
     return _load_model_motion(model_path, motion_path, clip, warn=warn, shown=SHOWN_WARNINGS)
 
 
+def _flag(name: str) -> bool:
+    """The value of the running subcommand's flag ``name`` ('quiet', 'verbose'); False outside one."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.params.get(name))
+
+
 def warn(message: str) -> None:
-    """One warning line on stderr, the one format every subcommand uses."""
-    print(f"mmdkit: warning: {message}", file=sys.stderr, flush=True)
+    """One warning line on stderr, the one format every subcommand uses; none under -q."""
+    if not _flag("quiet"):
+        print(f"mmdkit: warning: {message}", file=sys.stderr, flush=True)
 
 
 def report_binding(model, motion, motion_path: str, *, quiet: bool) -> None:
-    """Say on stderr how many bone/morph tracks of ``motion`` bound to ``model``; a warning naming
-    the unbound tracks when some did not (a motion made for another model), a note otherwise."""
+    """Say on stderr how many bone/morph tracks of ``motion`` bound to ``model``: a note when all
+    did, else one short warning counting those that did not (-v: naming them all)."""
     from mmdkit.animation.binding import bind_motion
     from mmdkit.animation.motion import Pose
     from mmdkit.animation.vpd import motion_from_pose
 
     report = bind_motion(model, motion_from_pose(motion) if isinstance(motion, Pose) else motion).report()
     if not report.complete:
-        warn(f"{motion_path}: {report}")
+        warn(f"{motion_path}: " + (report.full() if _flag("verbose") else
+                                   f"{report.short()} (list: -v or mmdkit info MOTION --model MODEL)"))
     elif not quiet:
         print(f"mmdkit: {motion_path}: {report}", file=sys.stderr)
 
@@ -80,7 +90,8 @@ def save_npz_atomic(path: str, *, compress: bool = False, **arrays) -> None:
 
 PHYSICS_HELP = ("Simulate hair and clothes (Bullet rigid bodies) where the model has them; "
                 "--no-physics poses from the keys alone.")
-QUIET_HELP = "No progress bar and no notes (warnings and errors are still printed)."
+QUIET_HELP = "No progress bar, notes or warnings (errors are still printed)."
+VERBOSE_HELP = "Warnings in full (e.g. every motion track the model lacks, not only how many)."
 
 
 def show_progress(quiet: bool) -> bool:

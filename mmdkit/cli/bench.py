@@ -14,7 +14,8 @@ import click
 import numpy as np
 
 from mmdkit.animation.frames import parse_frames
-from mmdkit.cli._common import FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, report_binding
+from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP, compile_note, load_as,
+                                report_binding)
 
 
 def _time_frames(ch, frame_list, skinning: bool, pos, nrm):
@@ -56,7 +57,8 @@ def _time_frames(ch, frame_list, skinning: bool, pos, nrm):
 @click.option("--skinning/--no-skinning", default=True, show_default=True, help="Include CPU skinning.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
-def command(model_path, motion_path, frames, physics, skinning, as_json, quiet):
+@click.option("-v", "--verbose", is_flag=True, help=VERBOSE_HELP)
+def command(model_path, motion_path, frames, physics, skinning, as_json, quiet, verbose):
     """Play FRAMES the way playback does and print the median ms/frame of each stage.
 
     \b

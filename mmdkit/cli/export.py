@@ -12,11 +12,13 @@ import os
 import click
 
 from mmdkit.animation.frames import MOTION_FPS, parse_frames
-from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, report_binding,
-                                show_progress, warn)
+from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP, compile_note, load_as,
+                                report_binding, show_progress, warn)
+from mmdkit.cli._frames import warn_past_end
 from mmdkit.cli._memory import check_frames_memory, out_of_memory_blames
 from mmdkit.cli._output import check_output, count, writing
 
+FRAMES_DEFAULT = "0:"
 #: Bytes each bone costs per frame until the file is written, by output format: the bake (176: world
 #: matrix, positions, rotations, local translations and rotations) plus the writer's own arrays;
 #: measured as peak memory over 20,000 frames of an 83-bone model, rounded up.
@@ -59,7 +61,7 @@ def summary(output: str, info: dict, num_frames: int, fps: float) -> str:
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Output file: .glb/.gltf (mesh + animation), .bvh (skeleton), .vmd (baked motion), "
                    ".npz (dataset arrays).")
-@click.option("--frames", default="0:", show_default=True,
+@click.option("--frames", default=FRAMES_DEFAULT, show_default=True,
               help=FRAMES_HELP + " Without a STEP, frames are 30/--fps motion frames apart.")
 @click.option("--fps", default=30.0, show_default=True, type=float, help="Output frames per second.")
 @click.option("--physics/--no-physics", default=True, show_default=True, help=PHYSICS_HELP)
@@ -77,8 +79,9 @@ def summary(output: str, info: dict, num_frames: int, fps: float) -> str:
               help=".vmd with --reduce: TOL2 units instead of TOL for the bones physics drives and the "
                    "bones below them (default TOL); the other bones keep TOL.")
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
+@click.option("-v", "--verbose", is_flag=True, help=VERBOSE_HELP)
 def command(model_path, motion_path, output, frames, fps, physics, camera_path, joints, scale, vertices, reduce_tol,
-            reduce_physics, quiet):
+            reduce_physics, quiet, verbose):
     """Bake MOTION on MODEL (IK, append, morphs, physics) and write it by OUT's extension.
 
     \b
@@ -114,6 +117,7 @@ def command(model_path, motion_path, output, frames, fps, physics, camera_path, 
         per_bone = BYTES_PER_BONE_FRAME.get(os.path.splitext(output)[1].lower(), max(BYTES_PER_BONE_FRAME.values()))
         check_frames_memory(frames, len(frame_list), 8 + model.num_bones * per_bone + model.num_morphs * 8,
                             f"{model.num_bones:,} bones", "export")
+        warn_past_end(frames if frames != FRAMES_DEFAULT else None, frame_list, last, motion_path or model_path)
         with writing(output), out_of_memory_blames(
                 "--frames", f"exporting '{frames}' ({len(frame_list):,} frames of {model_path})",
                 "export fewer frames per run"):

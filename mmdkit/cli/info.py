@@ -1,8 +1,11 @@
-"""``mmdkit info FILE [--json]``: what a PMX/PMD/VMD/VPD file holds.
+"""``mmdkit info FILE [--model MODEL] [--json]``: what a model, motion or pose file holds.
 
-In: a path. Out: a readable summary on stdout, or (``--json``) one JSON object with
-``format``, ``version``, ``encoding``, the counts as top-level keys, ``names`` and ``warnings``;
-for a model also ``missing_textures`` (stored paths with no file in the model's folder).
+In: a path of any format the registry reads (PMX/PMD/VMD/VPD, glTF/GLB, the Assimp formats), and
+for a motion or pose optionally the model it is meant for. Out: a readable summary on stdout, or
+(``--json``) one JSON object with ``format``, ``version``, ``encoding``, the counts as top-level
+keys, ``names`` and ``warnings``; for a model also ``missing_textures`` (stored paths with no file
+in the model's folder) and, where it carries clips, ``clip_seconds`` (name → duration); with
+``--model``, ``binding`` (tracks bound and every unbound bone and morph name).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ def describe(obj) -> dict:
             d.update(version="2.0" if fmt == "gltf" else "", skin_joints=ex["skin_joints"],
                      clips=len(ex.get("clips", ())))
             d["names"]["clips"] = list(ex.get("clips", ()))
+            if ex.get("clips"):
+                d["clip_seconds"] = clip_seconds(obj)
     elif isinstance(obj, Motion):
         d = dict(format="vmd", version=ex.get("version", "0002"), encoding="cp932", bone_keys=obj.num_bone_keys,
                  morph_keys=obj.num_morph_keys, camera_keys=obj.num_camera_keys, light_keys=obj.num_light_keys,
@@ -56,6 +61,28 @@ def describe(obj) -> dict:
         raise TypeError(f"cannot describe {type(obj).__name__}")
     d["warnings"] = list(obj.warnings)
     return d
+
+
+def clip_seconds(model) -> dict[str, float]:
+    """{clip name: duration in seconds, to its last whole frame (``Clips.last_frame`` / 30)} of an
+    imported model's clips (read without baking them)."""
+    from mmdkit.animation.frames import MOTION_FPS
+    from mmdkit.importers import clips_of
+
+    clips = clips_of(model)
+    return {name: round(clips.last_frame(name) / MOTION_FPS, 3) for name in clips.names}
+
+
+def binding(model, motion) -> dict:
+    """How ``motion`` (a Motion or Pose) binds to ``model``: track counts and every unbound name."""
+    from mmdkit.animation.binding import bind_motion
+    from mmdkit.animation.motion import Pose
+    from mmdkit.animation.vpd import motion_from_pose
+
+    r = bind_motion(model, motion_from_pose(motion) if isinstance(motion, Pose) else motion).report()
+    return dict(bone_tracks=r.bone_tracks, bone_tracks_bound=r.bound_bones, morph_tracks=r.morph_tracks,
+                morph_tracks_bound=r.bound_morphs, unbound_bones=list(r.unbound_bones),
+                unbound_morphs=list(r.unbound_morphs))
 
 
 def missing_textures(model) -> list[str]:
@@ -86,14 +113,24 @@ def _human(path: str, d: dict) -> str:
     lines = [title]
     if n.get("model") or n.get("model_en"):
         lines.append(f"  name       {n.get('model', '')}" + (f" / {n['model_en']}" if n.get("model_en") else ""))
-    skip = {"format", "version", "encoding", "names", "warnings", "missing_textures"}
+    skip = {"format", "version", "encoding", "names", "warnings", "missing_textures", "clip_seconds", "binding"}
     for k, v in d.items():
         if k not in skip:
             lines.append(f"  {k.replace('_', ' '):<14} {v:,}" if isinstance(v, int) else f"  {k:<14} {v}")
+    if d.get("clip_seconds"):
+        lines.append("  clips: " + ", ".join(f"{name} ({sec:.2f} s, frames 0:{round(sec * 30)})"
+                                             for name, sec in d["clip_seconds"].items()))
     for key in ("bones", "bone_tracks", "morphs", "morph_tracks"):
         if n.get(key):
             shown = ", ".join(n[key][:8]) + (", ..." if len(n[key]) > 8 else "")
             lines.append(f"  {key.replace('_', ' ')}: {shown}")
+    b = d.get("binding")
+    if b:
+        lines.append(f"  binding to {b['model']}: {b['bone_tracks_bound']}/{b['bone_tracks']} bone tracks, "
+                     f"{b['morph_tracks_bound']}/{b['morph_tracks']} morph tracks")
+        for key in ("unbound_bones", "unbound_morphs"):
+            if b[key]:
+                lines.append(f"  {key.replace('_', ' ')} ({len(b[key])}): {', '.join(b[key])}")
     for w in d["warnings"]:
         lines.append(f"  warning: {w}")
     folder = Path(path).resolve().parent
@@ -102,11 +139,27 @@ def _human(path: str, d: dict) -> str:
     return "\n".join(lines)
 
 
-@click.command("info")
+def _formats() -> str:
+    """The extensions ``mmdkit.load`` reads, by kind, for the help text (from the format registry)."""
+    from mmdkit.formats.registry import known_extensions
+
+    kinds = {}
+    for ext in known_extensions():
+        kinds.setdefault(next(k for k in ("model", "motion", "pose") if ext in known_extensions(k)), []).append(ext)
+    return "; ".join(f"{kind}s {' '.join(exts)}" for kind, exts in kinds.items())
+
+
+@click.command("info", help=f"""Summarise FILE: format, counts, names (clips with their durations), warnings.
+
+FILE is any format mmdkit reads: {_formats()}.
+
+With --model, a motion or pose also says which of its tracks MODEL lacks (every name).""")
 @click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
+              help="For a motion or pose FILE: the model to bind it to; lists every track the model lacks.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
-def command(file, as_json):
-    """Summarise a PMX/PMD/VMD/VPD FILE: format, counts, names, warnings."""
+def command(file, model_path, as_json):
+    from mmdkit.errors import OptionError
     from mmdkit.formats.io import load
     from mmdkit.model.model import Model
 
@@ -114,6 +167,13 @@ def command(file, as_json):
     d = describe(obj)
     if isinstance(obj, Model):
         d["missing_textures"] = missing_textures(obj)
+        if model_path:
+            raise OptionError("--model", f"binds a motion or pose to a model; {file} is a model itself")
+    elif model_path:
+        model = load(model_path)
+        if not isinstance(model, Model):
+            raise OptionError("--model", f"{model_path} is a {type(model).__name__}, expected a model")
+        d["binding"] = dict(model=model_path, **binding(model, obj))
     if as_json:
         click.echo(json.dumps(d, ensure_ascii=False))
     else:

@@ -12,11 +12,15 @@ import click
 import numpy as np
 
 from mmdkit.animation.frames import parse_frames
-from mmdkit.cli._common import (CLIP_HELP, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options,
-                                compile_note, load_model_motion, report_binding, save_npz_atomic, show_progress)
+from mmdkit.cli._common import (CLIP_HELP, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP, VPD_OPTION_HELP,
+                                apply_vpd_options, compile_note, load_model_motion, report_binding, save_npz_atomic,
+                                show_progress)
+from mmdkit.cli._frames import warn_past_end
 from mmdkit.cli._memory import check_frames_memory, out_of_memory_blames
 from mmdkit.cli._output import check_output, writing
 from mmdkit.errors import OptionError
+
+FRAMES_DEFAULT = "0:"
 
 
 def _check_memory(spec: str, num_frames: int, model, vertices: bool) -> None:
@@ -30,7 +34,7 @@ def _check_memory(spec: str, num_frames: int, model, vertices: bool) -> None:
 @click.argument("model_path", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
 @click.argument("motion_path", metavar="[MOTION]", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--clip", default=None, metavar="NAME|INDEX", help=CLIP_HELP)
-@click.option("--frames", default="0:", show_default=True, help=FRAMES_HELP)
+@click.option("--frames", default=FRAMES_DEFAULT, show_default=True, help=FRAMES_HELP)
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output .npz file.")
 @click.option("--physics/--no-physics", default=True, show_default=True, help=PHYSICS_HELP)
 @click.option("--vertices", is_flag=True, help="Also write skinned vertex positions (F,V,3).")
@@ -39,7 +43,8 @@ def _check_memory(spec: str, num_frames: int, model, vertices: bool) -> None:
                    "--vertices); --no-compress writes faster.")
 @click.option("--vpd", "vpd_specs", multiple=True, metavar="FILE.vpd@FRAME[:WEIGHT]", help=VPD_OPTION_HELP)
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
-def command(model_path, motion_path, clip, frames, output, physics, vertices, compress, vpd_specs, quiet):
+@click.option("-v", "--verbose", is_flag=True, help=VERBOSE_HELP)
+def command(model_path, motion_path, clip, frames, output, physics, vertices, compress, vpd_specs, quiet, verbose):
     """Pose MODEL with MOTION (or a clip of its own) at each frame and write arrays to an .npz.
 
     \b
@@ -54,10 +59,15 @@ def command(model_path, motion_path, clip, frames, output, physics, vertices, co
     from mmdkit.runtime import pose
 
     check_output(output, (model_path, motion_path, *(spec.rpartition("@")[0] for spec in vpd_specs)))
+    if not output.lower().endswith(".npz"):
+        raise OptionError("-o", f"{output}: pose writes NumPy arrays; name the output ….npz "
+                                "(other formats: mmdkit export)")
     with compile_note(quiet):
         model, motion, motion_label = load_model_motion(model_path, motion_path, clip)
         frame_list = parse_frames(frames, motion.last_frame if isinstance(motion, Motion) else 0)
         _check_memory(frames, len(frame_list), model, vertices)
+        warn_past_end(frames if frames != FRAMES_DEFAULT else None, frame_list,
+                      motion.last_frame if isinstance(motion, Motion) else 0, motion_label)
         report_binding(model, motion, motion_label, quiet=quiet)
         motion = apply_vpd_options(model, motion, vpd_specs)
         with out_of_memory_blames("--frames", f"posing '{frames}' ({len(frame_list):,} frames of {model_path}"

@@ -7,13 +7,16 @@ audio. Out: the video/frames, written atomically, with a progress bar and a summ
 from __future__ import annotations
 
 import math
+import time
 
 import click
 
 from mmdkit.animation.frames import MOTION_FPS, parse_frames
-from mmdkit.cli._common import (CLIP_HELP, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VPD_OPTION_HELP, apply_vpd_options,
-                                compile_note, load_as, load_model_motion, report_binding, show_progress, warn)
-from mmdkit.cli._output import check_output, writing
+from mmdkit.cli._common import (CLIP_HELP, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP, VPD_OPTION_HELP,
+                                apply_vpd_options, compile_note, load_as, load_model_motion, report_binding,
+                                show_progress, warn)
+from mmdkit.cli._frames import compile_clock, warn_past_end
+from mmdkit.cli._output import check_output, count, writing
 from mmdkit.errors import OptionError
 from mmdkit.render.video import SUPPORTED
 
@@ -72,7 +75,9 @@ def _load(demo, model_path, motion_path, clip, camera_path, vpd_specs, frames, f
     motion = apply_vpd_options(model, motion, vpd_specs)
     camera = load_as(camera_path, Motion, "camera motion (.vmd)", arg="--camera") if camera_path else None
     last = max(motion.last_frame, camera.last_frame if camera is not None else 0)
+    typed = frames if not demo else None
     frame_list = parse_frames(frames or "0:", max(last, 1), default_step=MOTION_FPS / fps)
+    warn_past_end(typed, frame_list, last, camera_path if last > motion.last_frame else motion_label)
     if not demo:
         report_binding(model, motion, motion_label, quiet=quiet)
     if camera is not None and not camera.has_camera:
@@ -82,7 +87,7 @@ def _load(demo, model_path, motion_path, clip, camera_path, vpd_specs, frames, f
 
 @click.command("render")
 @click.argument("model_path", metavar="MODEL", required=False, type=click.Path(exists=True, dir_okay=False))
-@click.argument("motion_path", metavar="MOTION", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.argument("motion_path", metavar="[MOTION]", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--clip", default=None, metavar="NAME|INDEX", help=CLIP_HELP)
 @click.option("--demo", is_flag=True, help="Render the built-in demo character and dance (nothing downloaded).")
 @click.option("--camera", "camera_path", type=click.Path(exists=True, dir_okay=False),
@@ -97,7 +102,10 @@ def _load(demo, model_path, motion_path, clip, camera_path, vpd_specs, frames, f
 @click.option("--msaa", default=4, show_default=True,
               help="Multisample anti-aliasing samples (0 = off). Free on a GPU; on a CPU-only machine "
                    "(llvmpipe) 4x costs about 3x the drawing time.")
-@click.option("--crowd", default=1, show_default=True, help="Draw N characters of the model (instanced).")
+@click.option("--crowd", default=1, show_default=True,
+              help="Draw N characters of the model (instanced, 1..100): a grid of ceil(sqrt(N)) per row, front row "
+                   "first, centred; characters 1.3 × the model's width (or depth, the larger) + 2 units apart; "
+                   "each dances 7 frames behind the one before it, with its own physics.")
 @click.option("--palette", "palette_size", type=int, default=None,
               help="Skin through palette batches of at most P bones in a uniform buffer (e.g. 36) "
                    "instead of the bone texture — for drivers with small limits.")
@@ -111,9 +119,11 @@ def _load(demo, model_path, motion_path, clip, camera_path, vpd_specs, frames, f
               help="A sound file put into the video from the first rendered frame's time on.")
 @click.option("-o", "--output", required=True, help=f"Where to write: {SUPPORTED}.")
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
+@click.option("-v", "--verbose", is_flag=True, help=VERBOSE_HELP)
 def command(model_path, motion_path, clip, demo, camera_path, physics, frames, size, fps, msaa, crowd, palette_size,
-            ground_shadow, self_shadow, vpd_specs, audio, output, quiet):
-    """Render MODEL dancing to MOTION (a .vmd, or a .vpd pose), headless (OpenGL through EGL; GPU or CPU).
+            ground_shadow, self_shadow, vpd_specs, audio, output, quiet, verbose):
+    """Render MODEL dancing to MOTION (a .vmd, or a .vpd pose; left out: a clip MODEL carries), headless
+    (OpenGL through EGL; GPU or CPU). The folder -o writes into must exist.
 
     \b
     Examples:
@@ -127,8 +137,8 @@ def command(model_path, motion_path, clip, demo, camera_path, physics, frames, s
     _check_options(demo, model_path, fps, crowd, palette_size)
     width_height = _size(size or ("640x360" if demo else "1280x720"))
     inputs = (model_path, motion_path, camera_path, audio, *(spec.rpartition("@")[0] for spec in vpd_specs))
-    check_output(output, inputs, folder_ok=True, make_parents=True)
-    with compile_note(quiet):
+    check_output(output, inputs, folder_ok=True)
+    with compile_note(quiet), compile_clock() as compiling:
         model, motion, camera, frame_list = _load(demo, model_path, motion_path, clip, camera_path, vpd_specs,
                                                   frames, fps, quiet)
         with writing(output):
@@ -136,6 +146,10 @@ def command(model_path, motion_path, clip, demo, camera_path, physics, frames, s
                                   fps=fps, msaa=msaa, physics=physics, crowd=crowd, audio=audio,
                                   palette_size=palette_size, ground_shadow=ground_shadow, self_shadow=self_shadow,
                                   floor=demo, progress=show_progress(quiet), warn=warn)
-    if not quiet:
-        click.echo(f"wrote {output}: {stats['frames']} frames in {stats['seconds']:.1f} s "
-                   f"({stats['fps']:.1f} frames/s)")
+    if not quiet:  # kernels compiled while drawing (a first run) are not drawing time
+        done = time.perf_counter()
+        compiled = compiling.seconds_within(done - stats["seconds"], done)
+        drawing = stats["seconds"] - compiled
+        rate = (f"{stats['frames'] / drawing:.1f} frames/s, not counting {compiled:.1f} s compiling kernels"
+                if compiled > 0.05 and drawing > 0 else f"{stats['fps']:.1f} frames/s")
+        click.echo(f"wrote {output}: {count(stats['frames'], 'frame')} in {stats['seconds']:.1f} s ({rate})")
