@@ -13,11 +13,14 @@ import re
 
 import numpy as np
 
-from mmdkit.importers.scene import Skeleton, Space, inverse, skin_joint_binds
+from mmdkit.errors import FormatError
+from mmdkit.importers.scene import Skeleton, Space, expand_budget, inverse, skin_joint_binds
 from mmdkit.model.builder import ModelBuilder
 
 _EXT = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/bmp": ".bmp"}
 _BIND_TOLERANCE = 1e-4
+VERTEX_BYTES = 768
+"""Bytes one imported vertex costs from import to a posed frame (measured ~550-730 on CesiumMan x100)."""
 
 
 def _srgb(linear: np.ndarray) -> np.ndarray:
@@ -110,8 +113,8 @@ def _default_weights(scene, node: int) -> np.ndarray:
 
 
 def _primitive(mb: ModelBuilder, prim, bind: np.ndarray, bones, space: Space, defaults: np.ndarray,
-               n_materials: int, path: str) -> tuple[int, np.ndarray]:
-    """Add one primitive; returns (first vertex, (K, V, 3) MMD-space morph offsets)."""
+               n_materials: int, path: str) -> int:
+    """Add one primitive; returns its first vertex."""
     lin = bind[:3, :3]
     v = np.asarray(prim.vertex_position, np.float64)
     if len(defaults):
@@ -127,8 +130,7 @@ def _primitive(mb: ModelBuilder, prim, bind: np.ndarray, bones, space: Space, de
         nrm /= np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-30)
     uv = np.zeros((len(pos), 2)) if prim.vertex_uv is None else prim.vertex_uv
     material = prim.material if prim.material >= 0 else n_materials
-    first = mb.add_mesh(material, pos, nrm, uv, face, *bones)
-    return first, space.points(np.asarray(prim.target_position, np.float64) @ lin.T)
+    return mb.add_mesh(material, pos, nrm, uv, face, *bones)
 
 
 def add_meshes(mb: ModelBuilder, scene, sk: Skeleton, space: Space, warnings: list[str]) -> list[str]:
@@ -136,6 +138,7 @@ def add_meshes(mb: ModelBuilder, scene, sk: Skeleton, space: Space, warnings: li
     returns one line per kind of data MMD cannot hold (dropped or reduced)."""
     morphs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     losses: dict[str, int] = {}
+    budget, spent = expand_budget(scene), 0
     for node in np.flatnonzero(scene.node_mesh >= 0).tolist():
         if scene.node_skin[node] < 0 and sk.node_bone[node] < 0:
             continue  # outside the default scene
@@ -154,14 +157,20 @@ def add_meshes(mb: ModelBuilder, scene, sk: Skeleton, space: Space, warnings: li
                                     f"skin's first joint")
                 b = sk.node_bone[node] if joint_bone is None else joint_bone[0]
                 bones = (np.full(len(prim.vertex_position), b, np.int32),)
-            first, offsets = _primitive(mb, prim, bind, bones, space, defaults, len(scene.materials), scene.path)
+            spent += len(prim.vertex_position) * VERTEX_BYTES
+            if spent > budget:
+                raise FormatError(f"the meshes drawn add up to {spent // VERTEX_BYTES:,} vertices (~{spent / 2**20:,.0f} "
+                                  f"MiB), more than the {budget / 2**20:,.0f} MiB allowed for this file",
+                                  path=scene.path, section=f"nodes[{node}].mesh")
+            first = _primitive(mb, prim, bind, bones, space, defaults, len(scene.materials), scene.path)
             if prim.target_normal is not None:
                 losses["normals"] = losses.get("normals", 0) + len(mesh.target_name)
             if prim.vertex_color is not None:
                 losses["colors"] = losses.get("colors", 0) + 1
-            for k, tname in enumerate(mesh.target_name):
-                moved = np.flatnonzero(np.abs(offsets[k]).max(1) > 0)
-                morphs.setdefault(tname, []).append((moved + first, offsets[k][moved]))
+            for k, tname in enumerate(mesh.target_name):  # one target at a time: (V, 3) float64 each
+                offsets = space.points(np.asarray(prim.target_position[k], np.float64) @ bind[:3, :3].T)
+                moved = np.flatnonzero(np.abs(offsets).max(1) > 0)
+                morphs.setdefault(tname, []).append((moved + first, offsets[moved]))
     for tname, parts in morphs.items():
         mb.add_vertex_morph(tname, np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
     lines = []

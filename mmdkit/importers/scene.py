@@ -28,8 +28,30 @@ MMD_UNITS_PER_METRE = 12.5
 """1 MMD unit = 8 cm."""
 
 _BIND_TOLERANCE = 1e-4  # relative to the largest joint offset: matrices this close are one bind
+_MAX_BIND = 1e12  # largest bind matrix entry (scene units) taken; beyond it the bone cannot be placed
 
 _CLIPS: "weakref.WeakKeyDictionary[Model, object]" = weakref.WeakKeyDictionary()
+
+
+MAX_PRIMITIVES = 2048
+"""Most primitives drawn (each primitive of each node of the scene drawing a mesh; characters have
+tens): each costs milliseconds to import, so a file instancing a mesh 10⁵ times is refused, not
+slowly read."""
+
+
+def check_primitives(scene, inside: np.ndarray) -> None:
+    """FormatError when the nodes ``inside`` the scene draw more than MAX_PRIMITIVES primitives."""
+    drawn = np.flatnonzero(inside & (scene.node_mesh >= 0))
+    count = sum(len(scene.meshes[m].primitives) for m in scene.node_mesh[drawn].tolist())
+    if count > MAX_PRIMITIVES:
+        raise FormatError(f"{len(drawn):,} nodes draw {count:,} mesh primitives; at most {MAX_PRIMITIVES:,} are "
+                          "imported", path=scene.path, section="nodes")
+
+
+def expand_budget(scene) -> int:
+    """Most bytes importing ``scene`` may make of its vertices, or baking one of its clips:
+    256 MiB + 64 × its file's size (``scene.source_bytes``; 0 when the scene does not say)."""
+    return (256 << 20) + 64 * int(getattr(scene, "source_bytes", 0) or 0)
 
 
 @dataclass(frozen=True)
@@ -188,6 +210,7 @@ def _joint_binds(scene, inside: np.ndarray) -> dict[int, np.ndarray]:
 def build_skeleton(scene) -> Skeleton:
     """The bones of ``scene``: joints and unskinned mesh nodes, with their bind worlds (see module)."""
     inside = scene_nodes(scene)
+    check_primitives(scene, inside)
     binds = _joint_binds(scene, inside)
     is_bone = inside & (scene.node_mesh >= 0) & (scene.node_skin < 0)
     is_bone[list(binds)] = True
@@ -208,6 +231,10 @@ def build_skeleton(scene) -> Skeleton:
             bind[b] = bind[parent[b]] @ inverse(rest[a], scene.path, f"nodes[{a}] (world at rest)") @ rest[node]
         else:
             bind[b] = rest[node]
+    big = np.flatnonzero(~(np.abs(bind) <= _MAX_BIND).all(axis=(1, 2)))
+    if len(big):
+        raise FormatError(f"the bind transform of node {int(bone_node[big[0]])} is beyond ±{_MAX_BIND:g} (inverse bind "
+                          "matrices of a scale near 0?)", path=scene.path, section="skins")
     names = _unique_names(scene.node_name[i] or f"node{i}" for i in bone_node.tolist())
     return Skeleton(bone_node=bone_node, node_bone=node_bone, bone_parent=parent, bone_bind=bind,
                     bone_rotation=polar_rotations(bind[:, :3, :3]), bone_position=bind[:, :3, 3].copy(),

@@ -5,6 +5,10 @@ In: the root JSON ``Obj`` and the buffers (memoryviews). Out: per accessor a rea
 a copy where it is sparse, normalized or padded (MAT2/MAT3 of 8/16-bit components).
 Every range is checked against the bytes that exist before a view is made, so a lying count or
 offset raises ``FormatError`` naming e.g. ``accessors[12].count`` and allocates nothing.
+What the file does not store but reading makes (zero-filled accessors without a bufferView,
+sparse and converted copies, morph target arrays) is charged to ``spend``: at most
+``budget_bytes(source)`` = 256 MiB + 64 × the file's size in all, and an accessor without a
+bufferView may not exceed the file's buffers (+ 4 KiB).
 """
 
 from __future__ import annotations
@@ -21,22 +25,36 @@ _TYPES = tuple(COMPONENTS)
 _INDEX_TYPES = (5121, 5123, 5125)
 
 
+def budget_bytes(source_bytes: int) -> int:
+    """Most bytes reading a file of ``source_bytes`` may make beyond what it stores."""
+    return (256 << 20) + 64 * int(source_bytes)
+
+
 class Accessors:
     """Checked, cached decoding of ``accessors[i]`` of one document."""
 
-    def __init__(self, root: Obj, buffers: list[memoryview]):
+    def __init__(self, root: Obj, buffers: list[memoryview], source_bytes: int = 0):
         self.root = root
         self.buffers = buffers
         self.views = root.objs("bufferViews")
         self.items = root.objs("accessors")
-        # accessors without a bufferView are zeros: cap them by what the file could plausibly hold
-        self.zero_limit = (64 << 20) + 16 * sum(len(b) for b in buffers)
+        # accessors without a bufferView are zeros: none larger than the data the file holds
+        self.zero_limit = 4096 + sum(len(b) for b in buffers)
+        self.budget = budget_bytes(source_bytes or sum(len(b) for b in buffers))
+        self.spent = 0
         self._view_cache: dict[int, tuple[memoryview, int]] = {}
         self._cache: dict[int, tuple[np.ndarray, Obj]] = {}
         self._float_cache: dict[int, np.ndarray] = {}
 
     def __len__(self) -> int:
         return len(self.items)
+
+    def spend(self, nbytes: int, where: Obj, key: str | None) -> None:
+        """Charge ``nbytes`` made while reading; ``FormatError`` at ``where.key`` past the budget."""
+        self.spent += int(nbytes)
+        if self.spent > self.budget:
+            raise where.error(key, f"reading it would make {self.spent / 2**20:,.0f} MiB of arrays the file does "
+                                   f"not store, more than the {self.budget / 2**20:,.0f} MiB allowed for this file")
 
     def view(self, i: int) -> tuple[memoryview, int]:
         """``bufferViews[i]`` → (its bytes, byteStride or 0), range-checked against its buffer."""
@@ -130,10 +148,13 @@ class Accessors:
             arr = self._stored(a, dt, typ, count)
         elif count * ncomp * dt.itemsize > self.zero_limit:
             raise a.error("count", f"{count} elements without a bufferView would need "
-                                   f"{count * ncomp * dt.itemsize} bytes; the file cannot hold that")
+                                   f"{count * ncomp * dt.itemsize} bytes; the file's buffers hold {self.zero_limit - 4096}")
         else:
+            self.spend(count * ncomp * dt.itemsize, a, "count")
             arr = np.zeros((count, ncomp), dt)
         if a.has("sparse"):
+            if a.has("bufferView"):
+                self.spend(arr.nbytes, a, "sparse")
             arr = self._sparse(a, arr, dt, count)
         if dt.kind == "f" and not np.isfinite(arr).all():
             raise a.error(None, "holds NaN or infinite values")
@@ -147,6 +168,7 @@ class Accessors:
             return arr
         out = self._float_cache.get(i)
         if out is None:
+            self.spend(arr.size * 4, where, key)
             if self.items[i].bool("normalized", False):
                 scale = np.float32(_NORM[arr.dtype.str[1:]])
                 out = np.maximum(arr / scale, np.float32(-1.0)).astype(np.float32)

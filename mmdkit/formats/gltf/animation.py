@@ -17,10 +17,12 @@ from mmdkit.animation.rotation import slerp_rows
 from mmdkit.formats.gltf.accessor import Accessors
 from mmdkit.formats.gltf.asset import GltfAnimation, GltfAsset, GltfChannel
 from mmdkit.formats.gltf.jsonpath import Obj
-from mmdkit.formats.gltf.scene import trs_matrices
+from mmdkit.formats.gltf.scene import MAX_VALUE, trs_matrices
 
 PATH_WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
 INTERPOLATIONS = ("LINEAR", "STEP", "CUBICSPLINE")
+MAX_CLIP_SECONDS = 2**31 / 30
+"""Latest key time read (s): frame 30·t of a clip must fit a signed 32-bit frame number."""
 
 
 def _channel(c: Obj, samplers: list[Obj], acc: Accessors, node_targets: np.ndarray,
@@ -43,6 +45,9 @@ def _channel(c: Obj, samplers: list[Obj], acc: Accessors, node_targets: np.ndarr
     if not ((key_time[1:] >= key_time[:-1]).all() and math.isfinite(key_time[0])
             and math.isfinite(key_time[-1])):
         raise s.error("input", "key times are not finite and increasing")
+    if not (abs(float(key_time[0])) <= MAX_CLIP_SECONDS and abs(float(key_time[-1])) <= MAX_CLIP_SECONDS):
+        raise s.error("input", f"key time {float(key_time[-1]):.6g} s is beyond the {MAX_CLIP_SECONDS:.3g} s "
+                               "(2^31 frames at 30 fps) a clip may last")
     types = ("SCALAR",) if path == "weights" else (("VEC4",) if path == "rotation" else ("VEC3",))
     out = acc.floats(s.int("output"), s, "output", types)
     per = 3 if interp == "CUBICSPLINE" else 1
@@ -50,11 +55,25 @@ def _channel(c: Obj, samplers: list[Obj], acc: Accessors, node_targets: np.ndarr
         raise s.error("output", f"has {out.size // width} values of {width}, {len(key_time)} keys "
                                 f"{'× 3 (CUBICSPLINE) ' if per == 3 else ''}need {len(key_time) * per}")
     v = out.reshape(len(key_time), per, width)
-    if path == "rotation" and not (np.einsum("ij,ij->i", v[:, per // 2], v[:, per // 2]) > 1e-12).all():
-        raise s.error("output", "holds a rotation key of length 0 (not a quaternion)")
+    if v.size and not np.abs(v).max() <= MAX_VALUE:
+        raise s.error("output", f"holds a value beyond ±{MAX_VALUE:g}")
+    if path == "rotation":
+        v = _unit_keys(v, per, s)
     tangents = (v[:, 0], v[:, 2]) if per == 3 else (None, None)
     return GltfChannel(node=node, path=path, interpolation=interp, key_time=key_time,
                        key_value=v[:, per // 2], key_in_tangent=tangents[0], key_out_tangent=tangents[1])
+
+
+def _unit_keys(v: np.ndarray, per: int, s: Obj) -> np.ndarray:
+    """(K, per, 4) rotation keys with the values (middle column) made unit quaternions."""
+    q = v[:, per // 2].astype(np.float64)
+    n = np.sqrt(np.einsum("ij,ij->i", q, q))
+    if not (n > 1e-6).all():
+        raise s.error("output", "holds a rotation key of length 0 (not a quaternion)")
+    out = np.array(v, np.float32)
+    out[:, per // 2] = q / n[:, None]
+    out.flags.writeable = False
+    return out
 
 
 def read_animation(a: Obj, acc: Accessors, node_targets: np.ndarray, warnings: list[str]) -> GltfAnimation:
@@ -99,30 +118,34 @@ def sample_channel(channel: GltfChannel, times) -> np.ndarray:
     return np.where((s == 0)[:, None], v0, np.where((s == 1)[:, None], v1, out))
 
 
-def clip_node_trs(asset: GltfAsset, clip, times) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Local TRS of every node at ``times`` (T,) s of ``clip`` (index, name or ``GltfAnimation``).
+def clip_node_trs(asset: GltfAsset, clip, times, nodes=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Local TRS of every node (or of the node indices ``nodes`` (M,), in that order) at ``times``
+    (T,) s of ``clip`` (index, name or ``GltfAnimation``).
 
-    Out: translation (T, N, 3), rotation (T, N, 4) x y z w, scale (T, N, 3), float64; nodes
+    Out: translation (T, N|M, 3), rotation (T, N|M, 4) x y z w, scale (T, N|M, 3), float64; nodes
     a clip does not animate keep their rest TRS.
     """
     anim = clip if isinstance(clip, GltfAnimation) else asset.animation(clip)
     times = np.atleast_1d(np.asarray(times, np.float64))
-    shape = (len(times),)
-    trs = {"translation": np.broadcast_to(asset.node_translation, shape + asset.node_translation.shape),
-           "rotation": np.broadcast_to(asset.node_rotation, shape + asset.node_rotation.shape),
-           "scale": np.broadcast_to(asset.node_scale, shape + asset.node_scale.shape)}
-    trs = {k: np.array(v, np.float64) for k, v in trs.items()}
+    nodes = np.arange(asset.num_nodes) if nodes is None else np.asarray(nodes, np.int64)
+    column = np.full(asset.num_nodes, -1, np.int64)
+    column[nodes] = np.arange(len(nodes))
+    rest = {"translation": asset.node_translation, "rotation": asset.node_rotation, "scale": asset.node_scale}
+    trs = {k: np.array(np.broadcast_to(v[nodes], (len(times), len(nodes), v.shape[1])), np.float64)
+           for k, v in rest.items()}
     for ch in anim.channels:
-        if ch.path != "weights":
-            trs[ch.path][:, ch.node] = sample_channel(ch, times)
+        if ch.path != "weights" and column[ch.node] >= 0:
+            trs[ch.path][:, column[ch.node]] = sample_channel(ch, times)
     return trs["translation"], trs["rotation"], trs["scale"]
 
 
-def clip_node_local(asset: GltfAsset, clip, times) -> np.ndarray:
-    """Local matrices (T, N, 4, 4) float64 of every node at ``times`` of ``clip``; nodes given
-    by a ``matrix`` (which glTF forbids animating) keep it exactly."""
-    local = trs_matrices(*clip_node_trs(asset, clip, times))
-    local[:, asset.node_has_matrix] = asset.node_local[asset.node_has_matrix]
+def clip_node_local(asset: GltfAsset, clip, times, nodes=None) -> np.ndarray:
+    """Local matrices (T, N|M, 4, 4) float64 of every node (or of ``nodes``) at ``times`` of
+    ``clip``; nodes given by a ``matrix`` (which glTF forbids animating) keep it exactly."""
+    nodes = np.arange(asset.num_nodes) if nodes is None else np.asarray(nodes, np.int64)
+    local = trs_matrices(*clip_node_trs(asset, clip, times, nodes))
+    fixed = asset.node_has_matrix[nodes]
+    local[:, fixed] = asset.node_local[nodes[fixed]]
     return local
 
 

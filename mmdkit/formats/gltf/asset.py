@@ -137,6 +137,7 @@ class GltfAsset:
     node_mesh, node_skin (N,) int32, -1 when none. node_target_weight: per node its own morph
     weights (K,) float32 or None (then the mesh's apply).
     scene_root: per scene the (R,) int32 root nodes; scene: the default scene or -1.
+    source_bytes: size of the file plus its buffers' (bounds what importing may expand to).
     """
 
     path: str
@@ -160,6 +161,7 @@ class GltfAsset:
     images: tuple[GltfImage, ...]
     animations: tuple[GltfAnimation, ...]
     warnings: tuple[str, ...] = ()
+    source_bytes: int = 0
 
     @property
     def num_nodes(self) -> int:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import json
 import os
 import re
+import stat
 import struct
 from urllib.parse import unquote
 
@@ -41,6 +43,9 @@ def split_glb(data: memoryview, path: str) -> tuple[memoryview, memoryview | Non
         raise err(f"GLB version {version}; only glTF 2.0 (version 2) is read", 4)
     if length > len(data):
         raise err(f"truncated: the header says {length} bytes, the file has {len(data)}", 8)
+    if length < 20:
+        raise err(f"the header says the file is {length} bytes; a GLB needs at least 20 (header and "
+                  "a JSON chunk header)", 8)
     pos, chunks = 12, []
     while pos < length:
         if pos + 8 > length:
@@ -66,6 +71,11 @@ def parse_json(text: bytes | memoryview, path: str) -> Obj:
     except json.JSONDecodeError as e:
         raise FormatError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}",
                           path=path, section="JSON") from None
+    except RecursionError:
+        raise FormatError("JSON arrays/objects are nested too deeply to read", path=path,
+                          section="JSON") from None
+    except ValueError as e:  # an integer of more digits than Python converts (sys.int_info)
+        raise FormatError(f"not valid JSON: {str(e).split(';')[0]}", path=path, section="JSON") from None
     root = Obj(doc, "", path)
     version = root.obj("asset").str("version")
     if not version.startswith("2."):
@@ -76,6 +86,8 @@ def parse_json(text: bytes | memoryview, path: str) -> Obj:
 def _external_file(uri: str, where: Obj, key: str, base_dir: str | None) -> str:
     """Relative URI → a path inside ``base_dir``; refuses absolute paths, '..' and schemes."""
     rel = unquote(uri)
+    if any(ord(c) < 32 for c in rel):
+        raise where.error(key, f"{uri!r:.80}: a file name with a control character (NUL, newline, ...)")
     if _SCHEME.match(uri) or rel.startswith(("/", "\\")) or os.path.isabs(rel):
         raise where.error(key, f"{uri!r:.80}: only data: URIs and file names relative to the "
                                "glTF file are read (no absolute paths or URLs)")
@@ -112,8 +124,7 @@ def read_uri(uri: str, where: Obj, key: str, base_dir: str | None, limit: int | 
         return _data_uri(uri, where, key)
     full = _external_file(uri, where, key, base_dir)
     try:
-        with open(full, "rb") as f:
-            data = f.read() if limit is None else f.read(limit)
+        data = _read_regular(full, limit)
     except OSError as e:
         why = "not found" if isinstance(e, FileNotFoundError) else f"cannot be read ({e.strerror})"
         err = where.error(key, f"external {what} {uri!r:.80} {why} in {base_dir}")
@@ -122,6 +133,26 @@ def read_uri(uri: str, where: Obj, key: str, base_dir: str | None, limit: int | 
         warnings.append(f"{err}; left empty")
         return b"", ""
     return data, _EXT_MIME.get(os.path.splitext(full)[1].lower(), "")
+
+
+def _read_regular(full: str, limit: int | None) -> bytes:
+    """At most ``limit`` bytes (all without it) of the regular file ``full``: opened non-blocking
+    and checked with fstat before any read, so a FIFO or device raises OSError instead of
+    blocking, and never more than the file's size is asked for."""
+    fd = os.open(full, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a pipe, device or folder)")
+        left = st.st_size if limit is None else min(limit, st.st_size)
+        parts = []
+        while left > 0:
+            b = f.read(left)
+            if not b:
+                break
+            parts.append(b)
+            left -= len(b)
+    return b"".join(parts)
 
 
 def read_buffers(root: Obj, glb_bin: memoryview | None, base_dir: str | None) -> list[memoryview]:

@@ -12,6 +12,9 @@ import math
 from mmdkit.errors import FormatError
 
 _MISSING = object()
+MAX_INT = 2**53
+"""Largest integer magnitude read (JSON numbers are doubles; every glTF count, offset and index
+fits below it). Larger ones are refused, so no size computed from them overflows."""
 
 
 def _finite(x) -> bool:
@@ -51,7 +54,7 @@ class Obj:
     def int(self, k: str, default=_MISSING, lo: int | None = 0, hi: int | None = None) -> int:
         """An integer in [lo, hi) (hi exclusive: an index into a list of length hi)."""
         v = self.d.get(k, default)
-        if type(v) is int and (lo is None or v >= lo) and (hi is None or v < hi):
+        if type(v) is int and (lo is None or v >= lo) and (v < hi if hi is not None else v < MAX_INT):
             return v  # the common case, checked in one line (this runs thousands of times a file)
         v = self._raw(k, default)
         if v is default and default is not _MISSING:
@@ -62,7 +65,9 @@ class Obj:
             else:
                 raise self.error(k, f"expected an integer, got {v!r:.40}")
         if lo is not None and v < lo:
-            raise self.error(k, f"{v} is below {lo}")
+            raise self.error(k, f"{v:.6g} is below {lo}")
+        if abs(v) >= MAX_INT:
+            raise self.error(k, f"{v:.6g} is too large (at most 2^53 is read)")
         if hi is not None and v >= hi:
             raise self.error(k, f"index {v} is out of range (there are {hi})")
         return v
@@ -91,13 +96,20 @@ class Obj:
             raise self.error(k, f"expected true or false, got {v!r:.40}")
         return v
 
-    def floats(self, k: str, n: int, default=_MISSING) -> list[float]:
-        """A list of exactly ``n`` numbers."""
-        v = self._raw(k, default)
-        if (not isinstance(v, list) or len(v) != n
-                or not all(_finite(x) for x in v)):
-            raise self.error(k, f"expected {n} finite numbers, got {v!r:.60}")
-        return [float(x) for x in v]
+    def floats(self, k: str, n: int, default=_MISSING, bound: float | None = None) -> list[float]:
+        """A list of exactly ``n`` finite numbers (each within ±``bound`` when given)."""
+        v = self.d.get(k, _MISSING)
+        if v is _MISSING:
+            return self._raw(k, default)
+        try:
+            if type(v) is list and len(v) == n and all(type(x) in (float, int) for x in v):
+                out = [float(x) for x in v]
+                if all(map(math.isfinite, out)) and (bound is None or max(map(abs, out), default=0.0) <= bound):
+                    return out
+        except OverflowError:  # an integer beyond a double
+            pass
+        within = f" within ±{bound:g}" if bound is not None else ""
+        raise self.error(k, f"expected {n} finite numbers{within}, got {v!r:.60}")
 
     def ints(self, k: str, hi: int | None, default=_MISSING) -> list[int]:
         """A list of integer indices, each in [0, hi)."""

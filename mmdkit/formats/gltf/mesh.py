@@ -23,7 +23,7 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def triangles(index: np.ndarray, mode: int, where: Obj) -> np.ndarray:
+def triangles(index: np.ndarray, mode: int, where: Obj, acc: Accessors | None = None) -> np.ndarray:
     """Vertex indices (n,) of mode 4/5/6 → (F, 3) uint32 triangles, counter-clockwise kept."""
     n = len(index)
     if mode == 4:
@@ -32,6 +32,8 @@ def triangles(index: np.ndarray, mode: int, where: Obj) -> np.ndarray:
         return index.reshape(-1, 3)
     if n < 3:
         return np.zeros((0, 3), np.uint32)
+    if acc is not None:
+        acc.spend(n * 48, where, "indices")  # the strip/fan's triangles and their temporaries
     i = np.arange(n - 2)
     if mode == 5:  # glTF: p_i = {v_i, v_(i+1+i%2), v_(i+2-i%2)}
         tri = np.stack([index[i], index[i + 1 + i % 2], index[i + 2 - i % 2]], 1)
@@ -75,6 +77,7 @@ def _skin_attributes(acc: Accessors, attrs: Obj, count: int):
 def _targets(acc: Accessors, p: Obj, count: int):
     """Morph targets → (K, V, 3) position deltas and (K, V, 3) normal deltas or None."""
     objs = p.objs("targets")
+    acc.spend(len(objs) * count * 12, p, "targets")
     pos = np.zeros((len(objs), count, 3), np.float32)
     nrm = None
     for k, t in enumerate(objs):
@@ -84,6 +87,7 @@ def _targets(acc: Accessors, p: Obj, count: int):
         d = _attribute(acc, t, "NORMAL", ("VEC3",), count)
         if d is not None:
             if nrm is None:
+                acc.spend(len(objs) * count * 12, p, "targets")
                 nrm = np.zeros((len(objs), count, 3), np.float32)
             nrm[k] = d
     return _frozen(pos), (None if nrm is None else _frozen(nrm))
@@ -105,6 +109,7 @@ def read_primitive(p: Obj, acc: Accessors, n_materials: int, warnings: list[str]
     if p.has("indices"):
         index = acc.indices(p.int("indices"), p, "indices", count)
     else:
+        acc.spend(count * 4, p, "indices")
         index = np.arange(count, dtype=np.uint32)
     target_position, target_normal = _targets(acc, p, count)
     return GltfPrimitive(
@@ -112,7 +117,7 @@ def read_primitive(p: Obj, acc: Accessors, n_materials: int, warnings: list[str]
         vertex_normal=_attribute(acc, attrs, "NORMAL", ("VEC3",), count),
         vertex_uv=_attribute(acc, attrs, "TEXCOORD_0", ("VEC2",), count),
         vertex_color=color, vertex_joint=joint, vertex_weight=weight,
-        face_vertex=_frozen(np.ascontiguousarray(triangles(index, mode, p), np.uint32)),
+        face_vertex=_frozen(np.ascontiguousarray(triangles(index, mode, p, acc), np.uint32)),
         target_position=target_position, target_normal=target_normal,
         material=p.int("material", -1, hi=n_materials), mode=mode)
 

@@ -20,7 +20,7 @@ from mmdkit.formats.gltf.container import (GLB_MAGIC, parse_json, read_buffers, 
                                            split_glb)
 from mmdkit.formats.gltf.jsonpath import Obj
 from mmdkit.formats.gltf.mesh import read_mesh
-from mmdkit.formats.gltf.scene import read_nodes
+from mmdkit.formats.gltf.scene import MAX_VALUE, read_nodes
 
 ALPHA_MODES = ("OPAQUE", "MASK", "BLEND")
 COMPRESSED = ("KHR_draco_mesh_compression", "EXT_meshopt_compression", "KHR_meshopt_compression")
@@ -67,6 +67,8 @@ def _skin(o: Obj, acc: Accessors, n_nodes: int) -> GltfSkin:
         m = acc.floats(o.int("inverseBindMatrices"), o, "inverseBindMatrices", ("MAT4",))
         if len(m) != len(joints):
             raise o.error("inverseBindMatrices", f"has {len(m)} matrices for {len(joints)} joints")
+        if not np.abs(m).max() <= MAX_VALUE:
+            raise o.error("inverseBindMatrices", f"holds a value beyond ±{MAX_VALUE:g}")
         ibm = np.ascontiguousarray(m.reshape(-1, 4, 4).transpose(0, 2, 1), np.float32)
     else:
         ibm = np.tile(np.eye(4, dtype=np.float32), (len(joints), 1, 1))
@@ -77,7 +79,11 @@ def _skin(o: Obj, acc: Accessors, n_nodes: int) -> GltfSkin:
 
 def _check_skinned(root: Obj, nodes: dict, meshes, skins) -> None:
     """Joint indices of a skinned node's mesh must address its skin's joints."""
+    seen = set()
     for i in np.flatnonzero((nodes["node_mesh"] >= 0) & (nodes["node_skin"] >= 0)):
+        if (nodes["node_mesh"][i], nodes["node_skin"][i]) in seen:
+            continue  # the same mesh and skin on another node: checked once
+        seen.add((nodes["node_mesh"][i], nodes["node_skin"][i]))
         skin = skins[nodes["node_skin"][i]]
         for j, p in enumerate(meshes[nodes["node_mesh"][i]].primitives):
             if p.vertex_joint is None:
@@ -91,7 +97,10 @@ def _check_skinned(root: Obj, nodes: dict, meshes, skins) -> None:
 
 def _required_extensions(root: Obj, warnings: list[str]) -> None:
     """Compressed geometry cannot be read without its decoder: refuse it; warn about the rest."""
-    for name in root.d.get("extensionsRequired") or []:
+    names = root.d.get("extensionsRequired", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise root.error("extensionsRequired", f"expected a list of extension names, got {names!r:.40}")
+    for name in names:
         if name in COMPRESSED:
             raise root.error("extensionsRequired", f"{name} (compressed geometry) is not supported; "
                                                    "re-export the file without compression")
@@ -114,7 +123,8 @@ def read_gltf(data: bytes, path: str = "", *, base_dir: str | None = None) -> Gl
     root = parse_json(text, path)
     warnings: list[str] = []
     _required_extensions(root, warnings)
-    acc = Accessors(root, read_buffers(root, glb_bin, base_dir))
+    buffers = read_buffers(root, glb_bin, base_dir)
+    acc = Accessors(root, buffers, len(view) + sum(len(b) for b in buffers))
     images = tuple(_image(o, acc, base_dir, warnings) for o in root.objs("images"))
     textures = root.objs("textures")
     materials = tuple(_material(o, textures, len(images)) for o in root.objs("materials"))
@@ -129,7 +139,8 @@ def read_gltf(data: bytes, path: str = "", *, base_dir: str | None = None) -> Gl
             raise root.error(f"nodes[{i}].weights", f"has {len(w)} weights, its mesh {node_targets[i]} targets")
     animations = tuple(read_animation(o, acc, node_targets, warnings) for o in root.objs("animations"))
     return GltfAsset(path=path, **nodes, meshes=meshes, skins=skins, materials=materials,
-                     images=images, animations=animations, warnings=tuple(warnings))
+                     images=images, animations=animations, warnings=tuple(warnings),
+                     source_bytes=len(view) + sum(len(b) for b in buffers))
 
 
 def load_gltf(path) -> GltfAsset:
