@@ -314,11 +314,13 @@ def test_the_helper_gives_the_bridges_scene(models, name):
     from mmdkit.importers import _assimp
 
     path = str(models / name)
-    raw = read_assimp_raw(None, path)
-    assert raw.pop("warnings") == [] and same(raw, _assimp.load(path))  # in this process: a good file
     data = (models / name).read_bytes()
+    raw = read_assimp_raw(None, path)
+    assert (raw.pop("warnings"), raw.pop("source_bytes")) == ([], len(data))
+    assert same(raw, _assimp.load(path))  # the bridge in this process: safe for a good file
     raw = read_assimp_raw(data, "in-memory" + Path(name).suffix)
-    assert raw.pop("warnings") == [] and same(raw, _assimp.load("x" + Path(name).suffix, data))
+    assert (raw.pop("warnings"), raw.pop("source_bytes")) == ([], len(data))
+    assert same(raw, _assimp.load("x" + Path(name).suffix, data))
 
 
 def test_threads_take_turns_and_a_lost_helper_is_replaced(models):

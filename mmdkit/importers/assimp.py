@@ -63,21 +63,24 @@ def _bridge():
 
 def read_assimp_raw(data: bytes | None, path: str) -> dict:
     """The bridge's scene dict for ``path`` (read from disk when it is a file, so external files
-    beside it resolve; else from ``data``), read in the helper's worker; ``FormatError`` with
-    Assimp's message, or saying that Assimp crashed, hung or ran out of memory, otherwise."""
+    beside it resolve; else from ``data``), read in the helper's worker, with ``warnings`` and
+    ``source_bytes`` (the file's size: what importing it may expand to is budgeted by it);
+    ``FormatError`` with Assimp's message, or saying that Assimp crashed, hung or ran out of
+    memory, otherwise."""
     bridge = _bridge().__file__
     if str(path).lower().endswith(".x"):
         check_x_skin_weights(read_bytes(path) if data is None else data, path)
+    on_disk = bool(path) and os.path.isfile(path)
+    size = os.path.getsize(path) if on_disk else len(data or b"")
     try:
-        if path and os.path.isfile(path):
-            return dict(assimp_process.load(bridge, str(path), None), warnings=[])
-        return dict(assimp_process.load(bridge, str(path), data), warnings=[])
+        raw = assimp_process.load(bridge, str(path), None if on_disk else data)
+        return dict(raw, warnings=[], source_bytes=size)
     except MmdkitError:  # Assimp crashed, hung or ran out of memory; a limit is not a number
         raise
     except ValueError as e:
         detail = " ".join(str(e).split())[:_DETAIL] or "Assimp could not read it"
         if str(path).lower().endswith(".dae") and detail.startswith("Cannot parse string"):
-            return _collada_retry(bridge, data, path, detail)
+            return dict(_collada_retry(bridge, data, path, detail), source_bytes=size)
         raise FormatError(f"Assimp: {detail}", path=str(path)) from None
 
 
@@ -404,7 +407,7 @@ def assimp_asset(raw: dict, path: str = "") -> GltfAsset:
     nodes = _node_fields(raw, _animated_nodes(raw, node_index, len(names)))
     anims = _animations(raw, node_index, mesh["meshes"], mesh["node_mesh"], warnings)
     return GltfAsset(path=path, **nodes, **mesh, **_material_fields(raw, path, warnings), animations=anims,
-                     warnings=tuple(warnings))
+                     warnings=tuple(warnings), source_bytes=int(raw.get("source_bytes", 0)))
 
 
 def unit_scale(raw: dict) -> float:
