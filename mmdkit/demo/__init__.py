@@ -20,7 +20,7 @@ _DATA = Path(__file__).resolve().parent / "data"
 
 #: The span of the WAVEFILE dance ``mmdkit render --demo`` plays (motion frames, both ends
 #: included): arms swung out and up, steps and a half turn, the hair swinging.
-DEMO_FRAMES = (1560, 1679)
+DEMO_FRAMES = (1560, 1649)
 
 
 def demo_paths() -> tuple[Path, Path]:

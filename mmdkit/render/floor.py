@@ -15,7 +15,7 @@ import numpy as np
 from mmdkit.render.context import _program, shader_source
 
 FLOOR_COLOR = (0.90, 0.90, 0.91)
-FLOOR_LINE_COLOR = (0.74, 0.74, 0.77)
+FLOOR_LINE_COLOR = (0.78, 0.78, 0.81)
 GRID_UNITS = 5.0  # MMD's ground grid: a line every 5 units
 
 
