@@ -6,6 +6,7 @@ import { GLTFLoader } from 'three/addons/loaders/GLTFLoader.js';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { Overlays } from '/static/overlays.js';
 
+const MORPH_BUCKETS = [0, 8, 32, 64, 128, 192, 256];  // morph target counts a primitive's is padded to (see compactMesh)
 const CHUNK = 60;                     // frames per /frames request (2 s)
 const $ = (id) => document.getElementById(id);
 const info = await (await fetch('/info.json')).json();
@@ -73,21 +74,21 @@ gltf.scene.traverse((o) => {
   if (!o.isMesh) return;
   o.frustumCulled = false;
   o.material = toon(o.material);
-  if (o.morphTargetInfluences) meshes.push(o);
+  meshes.push(o);
   if (o.isSkinnedMesh && !joints.length) joints = o.skeleton.bones;
 });
 frameCharacter(new THREE.Box3().setFromObject(gltf.scene));
 for (const bone of joints) { bone.matrixAutoUpdate = false; bone.matrixWorldAutoUpdate = false; }
-const trimmed = new Map();
-for (const mesh of meshes) trimMorphs(mesh);
+for (const mesh of meshes) compactMesh(mesh);
+const marks = { glb: glbLoadedMs, prepared: performance.now() };  // ms since the page opened
 
 // the orbit camera frames the character's rest pose: the whole height, from the front (+z in glTF)
 function frameCharacter(box) {
   if (box.isEmpty()) box.set(new THREE.Vector3(-0.5, 0, -0.5), new THREE.Vector3(0.5, 1.7, 0.5));
   const size = box.getSize(new THREE.Vector3()), center = box.getCenter(new THREE.Vector3());
-  const fit = Math.max(size.y, size.x / camera.aspect) * 1.15;
+  const fit = Math.max(size.y, size.x / camera.aspect) * 1.3;  // room for the dance's reach
   controls.target.copy(center);
-  camera.position.set(center.x, center.y + 0.05 * size.y, center.z + fit / (2 * Math.tan(THREE.MathUtils.degToRad(camera.fov / 2))));
+  camera.position.set(center.x, center.y + 0.2 * size.y, center.z + fit / (2 * Math.tan(THREE.MathUtils.degToRad(camera.fov / 2))));
   camera.near = fit / 100; camera.far = fit * 200;
   camera.updateProjectionMatrix();
   controls.update();
@@ -102,36 +103,44 @@ function toon(m) {
   return t;
 }
 
-// Keep only the morph targets that move a vertex of this primitive: the exporter writes every
-// target on every primitive (one shared vertex array), and three.js builds one morph texture per
-// geometry, (vertices × targets) texels, processed for every vertex each frame.
-function trimMorphs(mesh) {
-  const geo = mesh.geometry;
-  if (!trimmed.has(geo)) {
-    const targets = geo.morphAttributes.position || [];
-    const n = geo.attributes.position.count, mark = new Uint8Array(n);
-    if (geo.index) for (const i of geo.index.array) mark[i] = 1; else mark.fill(1);
-    const used = [];
-    for (let v = 0; v < n; v++) if (mark[v]) used.push(3 * v);
-    const keep = [];
-    targets.forEach((attr, t) => {
-      const a = attr.array;
-      for (const o of used) if (a[o] !== 0 || a[o + 1] !== 0 || a[o + 2] !== 0) { keep.push(t); break; }
-    });
-    for (const key of Object.keys(geo.morphAttributes)) {
-      if (keep.length) geo.morphAttributes[key] = keep.map((t) => geo.morphAttributes[key][t]);
-      else delete geo.morphAttributes[key];
-    }
-    trimmed.set(geo, keep);
+// Each primitive gets its own compact geometry: its vertices only, and only the morph targets that
+// move one of them (the exporter writes one shared vertex array and every target on every
+// primitive; three.js builds a (vertices × targets) morph texture per geometry). The target count
+// is padded to a few sizes so that primitives share shader programs (each count compiles one).
+function compactMesh(mesh) {
+  const geo = mesh.geometry, n = geo.attributes.position.count;
+  const remap = new Int32Array(n).fill(-1), used = [];
+  const index = geo.index ? geo.index.array : Array.from({ length: n }, (_, i) => i);
+  for (const i of index) if (remap[i] < 0) { remap[i] = used.length; used.push(i); }
+  const out = new THREE.BufferGeometry();
+  const newIndex = new (used.length > 65535 ? Uint32Array : Uint16Array)(index.length);
+  for (let k = 0; k < index.length; k++) newIndex[k] = remap[index[k]];
+  out.setIndex(new THREE.BufferAttribute(newIndex, 1));
+  for (const [name, attr] of Object.entries(geo.attributes)) out.setAttribute(name, gather(attr, used));
+  const keep = [], morphs = [];
+  (geo.morphAttributes.position || []).forEach((attr, t) => {
+    const g = gather(attr, used);
+    if (g.array.some((x) => x !== 0)) { keep.push(t); morphs.push(g); }
+  });
+  if (morphs.length) {
+    const size = MORPH_BUCKETS.find((b) => b >= morphs.length) || Math.ceil(morphs.length / 128) * 128;
+    const zero = new THREE.BufferAttribute(new Float32Array(used.length * 3), 3);
+    while (morphs.length < size) { morphs.push(zero); keep.push(-1); }
+    out.morphAttributes.position = morphs;
+    out.morphTargetsRelative = true;
   }
-  const keep = trimmed.get(geo);
+  out.groups = geo.groups;
+  mesh.geometry = out;
   mesh.userData.targets = keep;
-  if (keep.length) {
-    mesh.updateMorphTargets();
-  } else {
-    delete mesh.morphTargetInfluences; delete mesh.morphTargetDictionary;
-  }
+  if (morphs.length) mesh.updateMorphTargets();
+  else { delete mesh.morphTargetInfluences; delete mesh.morphTargetDictionary; }
 }
+function gather(attr, used) {
+  const s = attr.itemSize, a = new attr.array.constructor(used.length * s);
+  for (let j = 0; j < used.length; j++) for (let c = 0; c < s; c++) a[j * s + c] = attr.getComponent(used[j], c);
+  return new THREE.BufferAttribute(a, s, attr.normalized);
+}
+
 const jointBone = info.joint_bone, targetMorph = info.target_morph;
 const boneMat = Array.from({ length: B }, () => new THREE.Matrix4());
 const overlays = new Overlays(scene, info, boneMat, scale);
@@ -150,6 +159,7 @@ function want(phys, c) {
       const rows = new Float32Array(buf);
       const expect = Math.min(CHUNK, F - c * CHUNK) * STRIDE;
       if (rows.length === expect) chunks.set(key, rows); else chunks.delete(key);  // not baked yet: ask again
+      if (marks.frames === undefined && rows.length === expect) marks.frames = performance.now();
     })
     .catch(() => chunks.delete(key));
 }
@@ -176,7 +186,7 @@ function applyPose(ra, rb, w) {
     const inf = mesh.morphTargetInfluences, keep = mesh.userData.targets;
     if (!inf) continue;
     for (let k = 0; k < keep.length; k++) {
-      const m = targetMorph[keep[k]], t = m0 + m;
+      const m = keep[k] < 0 ? -1 : targetMorph[keep[k]], t = m0 + m;
       inf[k] = m < 0 ? 0 : ra[t] + (rb[t] - ra[t]) * w;
     }
   }
@@ -265,7 +275,9 @@ function tick(now) {
   else { controls.enabled = true; controls.update(); }
   $('frame').textContent = f.toFixed(1);
   if (document.activeElement !== $('timeline')) $('timeline').value = f;
+  if (firstFrameMs === null && shown >= 0) marks.render = performance.now();
   renderer.render(scene, camera);
+  if (marks.rendered === undefined) marks.rendered = performance.now();
   if (firstFrameMs === null && shown >= 0) firstFrameMs = performance.now();  // the character drawn posed
 }
 requestAnimationFrame(tick);
@@ -285,7 +297,8 @@ async function poll() {
     $('status').textContent = (st.error ? 'bake failed: ' + st.error + ' · ' : '')
       + (baked < F ? `baking ${baked}/${F} · ` : '') + (s ? `${(1000 / s.mean).toFixed(0)} fps (${s.mean.toFixed(1)} ms/frame)` : '');
     const lines = Object.entries(info.notes.timings || {}).map(([k, v]) => `${k}: ${v.toFixed(0)} ms`);
-    lines.push(`page: GLB loaded ${glbLoadedMs.toFixed(0)} ms, first frame ${firstFrameMs === null ? '…' : firstFrameMs.toFixed(0)} ms`);
+    const ms = (x) => (x === undefined || x === null ? '…' : x.toFixed(0));
+    lines.push(`page: GLB loaded ${ms(marks.glb)} ms, first draw ${ms(marks.rendered)} ms, frames ${ms(marks.frames)} ms, first posed frame ${ms(firstFrameMs)} ms`);
     lines.push(`posing per frame (${info.has_physics ? 'with physics' : 'no physics'}):`);
     for (const [k, v] of Object.entries(st.stage_ms)) lines.push(`  ${k}: ${v.toFixed(3)} ms`);
     if (s) lines.push(`browser frame: mean ${s.mean.toFixed(1)}, p95 ${s.p95.toFixed(1)}, max ${s.max.toFixed(1)} ms`);
@@ -310,6 +323,7 @@ window.__mmdkit = {
   show: (id, on) => { $(id).checked = on; overlays.show(id, on); },
   frameTimes: () => frameTimes.slice(),
   poseTimes: () => poseTimes.slice(),
+  marks: () => marks,
   antialias,
   three: { THREE, renderer, scene, camera, character: gltf.scene, floor },
   // the rendered skeleton's joints: world position and rotation (x y z w), MMD space (units, z flipped back)
