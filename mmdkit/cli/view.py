@@ -1,6 +1,7 @@
 """`mmdkit view MODEL [MOTION]`: an interactive viewer in the browser, served from this machine.
 
-In: a model (PMX/PMD, glTF/VRM, …), optionally a motion (VMD/VPD, or a clip of MODEL), a camera
+In: a model (PMX/PMD, glTF/VRM, …), optionally a motion (VMD/VPD, or a clip of MODEL: the first
+when MOTION is left out), a camera
 VMD, a song, --port, --host, --no-browser, or --demo (the shipped Gene_light + WAVEFILE dance).
 Out: the page's URL on stdout; serves until Ctrl-C / SIGTERM (then nothing is left running).
 A taken --port: one line, exit 2.
@@ -30,8 +31,11 @@ def _inputs(demo, model_path, motion_path, clip, camera_path):
         raise OptionError("MODEL", "give a model to view (or --demo)")
     if motion_path or clip is not None:
         model, motion, _ = load_model_motion(model_path, motion_path, clip)
-    else:
-        model, motion = load_as(model_path, Model, "model (.pmx/.pmd/.glb/.gltf/.vrm)"), None
+    else:  # a model alone: its first clip when it carries some (glTF), else the rest pose
+        from mmdkit.importers import clips_of
+
+        model = load_as(model_path, Model, "model (.pmx/.pmd/.glb/.gltf/.vrm)")
+        motion = clips_of(model).get_clip(0, "--clip")[1] if clips_of(model) else None
     camera = load_as(camera_path, Motion, "camera motion (.vmd)", arg="--camera") if camera_path else None
     if camera is not None and not camera.num_camera_keys:
         raise OptionError("--camera", f"{camera_path} has no camera keys")
