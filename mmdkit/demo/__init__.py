@@ -19,7 +19,7 @@ __all__ = ["DEMO_FRAMES", "demo_paths", "demo_character", "demo_model", "demo_mo
 _DATA = Path(__file__).resolve().parent / "data"
 
 #: The span of the WAVEFILE dance ``mmdkit render --demo`` plays (motion frames, both ends
-#: included): arms swung out and up, steps and a half turn, the hair swinging.
+#: included): arms swung out and up, a step and a sway, the hair and cloak swinging.
 DEMO_FRAMES = (1560, 1649)
 
 
