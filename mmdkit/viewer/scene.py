@@ -18,6 +18,7 @@ import numpy as np
 from mmdkit.errors import FormatError
 from mmdkit.importers.scene import Space, quaternions_from_rotations
 from mmdkit.physics.setup import body_frames
+from mmdkit.skinning.bounds import BoneBoxes
 
 GLB_MAGIC, JSON_CHUNK = 0x46546C67, 0x4E4F534A
 
@@ -71,9 +72,11 @@ def _frames_json(m: np.ndarray, space: Space) -> list:
 
 
 def scene_info(model, *, scale: float, joint_bone: np.ndarray, target_morph: np.ndarray) -> dict:
-    """Skeleton (names, parents, rest positions), rigid bodies (bone, shape, size, rest frame) and
-    physics joints (body A, rest frame), glTF space, for the page's overlays."""
+    """Skeleton (names, parents, rest positions), bone hit boxes (``mmdkit.skinning.bounds.BoneBoxes``:
+    centre from the bone, size; none for a bone that moves no vertex), rigid bodies (bone, shape,
+    size, rest frame) and physics joints (body A, rest frame), glTF space, for the page's overlays."""
     space = Space(scale=scale, flip_z=True)
+    boxes = BoneBoxes(model) if model.num_vertices else None
     R, J = model.num_rigid_bodies, model.num_joints
     bodies = body_frames(model.rigid_body_position, model.rigid_body_rotation) if R else np.zeros((0, 4, 4))
     joints = body_frames(model.joint_position, model.joint_rotation) if J else np.zeros((0, 4, 4))
@@ -83,6 +86,8 @@ def scene_info(model, *, scale: float, joint_bone: np.ndarray, target_morph: np.
         "bone_parent": np.asarray(model.bone_parent, np.int64).tolist(),
         "bone_rest": np.round(space.points(model.bone_position), 6).tolist(),
         "joint_bone": joint_bone.tolist(),
+        "hitbox_center": np.round(space.points(boxes.rest_center), 6).tolist() if boxes else [],
+        "hitbox_size": np.round(2 * boxes.half_extent * scale * boxes.valid[:, None], 6).tolist() if boxes else [],
         "target_morph": target_morph.tolist(),
         "body_bone": np.asarray(model.rigid_body_bone if R else [], np.int64).tolist(),
         "body_shape": np.asarray(model.rigid_body_shape if R else [], np.int64).tolist(),

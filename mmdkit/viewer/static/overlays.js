@@ -1,5 +1,6 @@
 // Overlays drawn from the streamed bone matrices (glTF space): bones (lines to parents), bone hit
-// boxes (click one to name it), rigid bodies (wire shapes: static grey, dynamic orange, dynamic
+// boxes (mmdkit.skinning.bounds.BoneBoxes: around the vertices each bone moves most; click one to
+// name it), rigid bodies (wire shapes: static grey, dynamic orange, dynamic
 // following its bone yellow) and physics joints (small red spheres).
 import * as THREE from 'three';
 
@@ -26,15 +27,12 @@ export class Overlays {
     this.lines = new THREE.LineSegments(lg, new THREE.LineBasicMaterial({ color: 0x1f6fff, depthTest: false }));
     this.lines.renderOrder = 10; this.lines.frustumCulled = false;
     this.groups.bones.add(this.lines);
-    // hit boxes: one small box per bone, sized by the distance to its first child
-    const size = new Float32Array(B).fill(0.03 * scale / 0.08);
-    for (const [b, p] of this.links) {
-      const r = info.bone_rest, d = Math.hypot(r[b][0] - r[p][0], r[b][1] - r[p][1], r[b][2] - r[p][2]);
-      if (d > 0) size[p] = Math.min(Math.max(0.25 * d, 0.01), 0.06);
-    }
-    this.boxSize = size;
+    // hit boxes: a box per bone that moves vertices, in the bone's frame (offset from the bone, size)
+    this.boxOffset = info.hitbox_center.map((c) => new THREE.Matrix4().makeTranslation(c[0], c[1], c[2]));
+    this.boxSize = info.hitbox_size.map((s) => new THREE.Vector3(s[0], s[1], s[2]));
     this.boxes = new THREE.InstancedMesh(new THREE.BoxGeometry(1, 1, 1),
-      new THREE.MeshBasicMaterial({ color: 0x00a0a0, wireframe: true, depthTest: false }), B);
+      new THREE.MeshBasicMaterial({ color: 0x00a0a0, wireframe: true, depthTest: false }), Math.max(1, this.boxSize.length));
+    this.boxes.count = this.boxSize.length;
     this.boxes.renderOrder = 11; this.boxes.frustumCulled = false;
     this.groups.hitboxes.add(this.boxes);
     // rigid bodies and joints
@@ -59,7 +57,7 @@ export class Overlays {
       this.groups.bodies.add(m);
       return m;
     });
-    this.tmp = new THREE.Matrix4(); this.v = new THREE.Vector3(); this.s = new THREE.Vector3();
+    this.tmp = new THREE.Matrix4(); this.v = new THREE.Vector3();
   }
 
   show(id, on) { this.groups[id].visible = on; }
@@ -74,9 +72,8 @@ export class Overlays {
       this.lines.geometry.attributes.position.needsUpdate = true;
     }
     if (this.groups.hitboxes.visible) {
-      for (let b = 0; b < boneMat.length; b++) {
-        this.s.setScalar(this.boxSize[b]);
-        this.tmp.copy(boneMat[b]).scale(this.s);
+      for (let b = 0; b < this.boxSize.length; b++) {
+        this.tmp.multiplyMatrices(boneMat[b], this.boxOffset[b]).scale(this.boxSize[b]);
         this.boxes.setMatrixAt(b, this.tmp);
       }
       this.boxes.instanceMatrix.needsUpdate = true;
