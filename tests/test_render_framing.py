@@ -83,3 +83,17 @@ def test_floor_under_the_character_with_the_shadow_on_it(tmp_path):
     assert (sky >= 250).all()  # the sky above stays the background
     shadow = (np.abs(pictures[True] - 153) < 12).all(axis=2)  # MMD's ground shadow colour
     assert shadow.sum() > 10
+
+
+def test_motion_box_of_a_bare_skeleton_holds_its_posed_bones(assets):
+    import mmdkit
+    from mmdkit.demo import demo_motion
+
+    model = mmdkit.load(assets / "fixtures" / "nanoem" / "test.pmx")
+    assert model.num_vertices == 0
+    motion = demo_motion()
+    frames = np.arange(0.0, 61.0, 3.0)
+    lo, hi = motion_box(model, motion, frames)
+    world = pose(model, motion, frames)["bone_world"][:, :, :3, 3].reshape(-1, 3)
+    assert (world >= lo - 1e-4).all() and (world <= hi + 1e-4).all()
+    assert (hi - lo)[1] > 15  # a character's height, not a point

@@ -4,7 +4,7 @@ In: a Model, a Motion (or None: the rest pose), the motion frames (F,) to be ren
 crowd offsets (N, 3) float32. Out: ``motion_box`` → (lo, hi) (3,) float64, model space (MMD
 units, left-handed): each bone's box around the vertices it carries most
 (``skinning.bounds.BoneBoxes``), posed without physics at up to ``samples`` of the frames spread
-evenly (first and last included), over every crowd position.
+evenly (first and last included), over every crowd position (a model without a mesh: its bones).
 """
 
 from __future__ import annotations
@@ -28,10 +28,14 @@ def sample_frames(frames, samples: int = FRAMING_SAMPLES) -> np.ndarray:
 
 def motion_box(model, motion, frames, offsets=None, samples: int = FRAMING_SAMPLES) -> tuple[np.ndarray, np.ndarray]:
     """(lo, hi) (3,) float64: the box the character (every crowd member) fills over ``frames``."""
-    boxes = BoneBoxes(model)  # per bone, its vertices' box in the bone's rest frame
-    bones = np.flatnonzero(boxes.valid) if model.num_vertices else np.arange(model.num_bones)
-    rest_center = np.asarray(boxes.rest_center, np.float64)[bones]  # (K, 3) from the bone
-    half = np.asarray(boxes.half_extent, np.float64)[bones]  # (K, 3)
+    if model.num_vertices:
+        boxes = BoneBoxes(model)  # per bone, its vertices' box in the bone's rest frame
+        bones = np.flatnonzero(boxes.valid)
+        rest_center = np.asarray(boxes.rest_center, np.float64)[bones]  # (K, 3) from the bone
+        half = np.asarray(boxes.half_extent, np.float64)[bones]  # (K, 3)
+    else:  # a bare skeleton: its bones' positions
+        bones = np.arange(model.num_bones)
+        rest_center = half = np.zeros((model.num_bones, 3))
     lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
     if motion is not None and len(bones):
         ch = Character(model, motion)
