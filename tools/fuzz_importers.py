@@ -142,6 +142,24 @@ def _value(rng: random.Random, old):
     return rng.choice(HUGE)
 
 
+_CORE = ("accessors", "bufferViews", "nodes", "animations", "skins", "meshes", "buffers", "scenes")
+_ADDED = [("sparse", lambda rng, n: {"count": rng.choice([1, 3, 10**6]), "indices": {"bufferView": rng.randrange(4),
+                                                                              "componentType": rng.choice([5121, 5123, 5125, 5126])},
+                                   "values": {"bufferView": rng.randrange(4)}}),
+          ("matrix", lambda rng, n: [rng.choice([0, 1, 1e6, 1e-30, -1]) for _ in range(16)]),
+          ("byteStride", lambda rng, n: rng.choice([4, 8, 252, 256, 3, 0])),
+          ("normalized", True), ("mode", lambda rng, n: rng.choice([0, 1, 3, 5, 6, 7])),
+          ("weights", lambda rng, n: [1e6] * rng.choice([0, 1, 8, 1000])),
+          ("skin", lambda rng, n: rng.choice([0, 1, 99])), ("mesh", lambda rng, n: rng.choice([0, 1, 99])),
+          ("children", lambda rng, n: [rng.randrange(max(1, n))] * rng.choice([1, 2])),
+          ("count", lambda rng, n: rng.choice([1, 2, 10**6, 5_600_000, 2**31])),
+          ("byteOffset", lambda rng, n: rng.choice([1, 2, 3, 4, 2**31, 2**40])),
+          ("bufferView", lambda rng, n: rng.choice([0, 1, 2, 9999])),
+          ("targets", lambda rng, n: [{"POSITION": rng.randrange(max(1, n))}] * rng.choice([1, 10, 5000])),
+          ("scale", lambda rng, n: [rng.choice([0, 1e5, 1e-5, -1, 1e6])] * 3),
+          ("rotation", lambda rng, n: [rng.choice([0, 1e300, 1e-300, 1e30])] * 4)]
+
+
 def mutate_json(doc: dict, rng: random.Random) -> dict:
     """One JSON change: set a random value, delete a key, grow a list, or add a node/child bomb."""
     spots = list(_paths(doc))
@@ -160,7 +178,15 @@ def mutate_json(doc: dict, rng: random.Random) -> dict:
         return doc
     if not spots:
         return doc
-    node, key, _ = rng.choice(spots)
+    core = [x for x in spots if x[2][0] in _CORE]
+    if r < 0.40 and isinstance(doc.get("accessors"), list) and doc["accessors"]:  # add a key where it matters
+        where = rng.choice([k for k in _CORE if isinstance(doc.get(k), list) and doc[k]] or ["accessors"])
+        obj = rng.choice(doc[where])
+        if isinstance(obj, dict):
+            key, value = rng.choice(_ADDED)
+            obj[key] = value(rng, len(doc["accessors"])) if callable(value) else value
+        return doc
+    node, key, _ = rng.choice(core if core and rng.random() < 0.7 else spots)
     if r < 0.22 and isinstance(node, dict):
         del node[key]
     elif r < 0.30 and isinstance(node[key], list) and node[key]:
@@ -328,12 +354,11 @@ def exercise(path: str, frames: int = 3) -> dict:
             cls = "ok"
             msg = f"{obj.num_bones} bones, {obj.num_vertices} vertices, {len(clips)} clips"
         except MemoryError:
-            return {"cls": "memory", "msg": "MemoryError: " + traceback.format_exc(limit=-3).replace("\n", " | ")[-400:]}
+            tb = traceback.extract_tb(sys.exc_info()[2])[-1]
+            return {"cls": "memory", "msg": f"MemoryError at {Path(tb.filename).name}:{tb.lineno} {tb.name}"}
         except MmdkitError as e:
             text = str(e)
             return {"cls": "badmsg" if "\n" in text or not text else "error", "msg": text[:300]}
-        except RecursionError:
-            return {"cls": "traceback", "msg": "RecursionError " + traceback.format_exc(limit=-2)[-300:]}
         except Exception as e:  # noqa: BLE001 - every other exception is what the fuzz looks for
             tb = traceback.extract_tb(e.__traceback__)[-1]
             return {"cls": "traceback", "msg": f"{type(e).__name__}: {str(e)[:160]} at "
@@ -342,12 +367,31 @@ def exercise(path: str, frames: int = 3) -> dict:
     return {"cls": cls, "msg": msg + (f"; RuntimeWarning {noisy[0]}" if noisy else "")}
 
 
-def _vm_size() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
+def _status(field: str) -> int:
+    """A size from /proc/self/status in bytes ('VmSize', 'VmRSS', 'VmHWM'); 0 where unknown."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return 0
+
+
+def _vm_size() -> int:
+    return _status("VmSize")
+
+
+def _reset_peak() -> int:
+    """Start counting this process's peak RSS afresh (a forked child inherits its parent's);
+    returns the RSS now, from which the peak's growth is measured."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    return _status("VmRSS")
 
 
 def run_child(path: str, mem: int, timeout: float) -> dict:
@@ -368,7 +412,9 @@ def run_child(path: str, mem: int, timeout: float) -> dict:
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            start = _reset_peak()
             res = exercise(path)
+            res["peak"] = max(0, _status("VmHWM") - start)
             os.write(wfd, json.dumps(res).encode())
         except BaseException:  # noqa: BLE001 - the child must end here whatever happens
             code = 3
@@ -400,7 +446,7 @@ def run_child(path: str, mem: int, timeout: float) -> dict:
             res = {"cls": "crash", "msg": f"killed by {signal.Signals(os.WTERMSIG(status)).name}"}
         else:
             res = {"cls": "crash", "msg": f"died without a result (exit {os.WEXITSTATUS(status)})"}
-    res["peak"] = max(0, usage.ru_maxrss * 1024 - base_rss)
+    res.setdefault("peak", max(0, usage.ru_maxrss * 1024 - base_rss))  # a child that died: a lower bound
     res["seconds"] = round(time.monotonic() - t0, 3)
     return res
 
