@@ -164,12 +164,14 @@ def test_ctrl_c_records_what_finished_and_says_how_to_resume(tmp_path, assets):
                             stderr=subprocess.PIPE, text=True)
     try:
         assert wait_for(lambda: (out / "quick" / ".mmdkit-job.json").exists()), "the first job did not finish"
+        before = len(list(out.glob("*/.mmdkit-job.json")))
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
     assert proc.returncode == 130, err
     done = sorted(p.parent.name for p in out.glob("*/.mmdkit-job.json"))
+    assert len(done) <= before + 1  # at most the job running at the signal finished; no queued job started
     assert err.splitlines()[-1] == (f"mmdkit: batch: interrupted: {len(done)} of 4 jobs done; run the same command "
                                     f"again to resume")
     assert sorted(r["name"] for r in read_results(out / "results.jsonl") if r["status"] == "ok") == done

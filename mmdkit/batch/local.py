@@ -18,6 +18,7 @@ import os
 import select
 import signal
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
@@ -25,7 +26,12 @@ from mmdkit.batch import worker
 from mmdkit.batch.plan import job_row
 
 _started = None
+_stopping = threading.Event()
+"""Set in a worker told to stop (SIGTERM, or its driver gone): it starts no other job."""
 _orphaned = threading.Event()
+"""Set when the driver is gone: the worker exits as soon as no job runs."""
+_busy = threading.Event()
+"""Set while a job runs."""
 
 
 def cores() -> int:
@@ -37,13 +43,14 @@ def cores() -> int:
 
 
 def _terminated(signum, frame):
+    _stopping.set()  # the job running now unwinds; a queued one must not start after it
     raise SystemExit(128 + signum)
 
 
 def _watch(driver: int, poll: float = 1.0) -> None:
     """Until the ``driver`` process ends (a pidfd turns readable; where there is none, the PID is polled);
-    then stop this worker: SIGTERM unwinds the running job (its temporary files go), and a worker
-    still alive 5 s later exits outright."""
+    then stop this worker: SIGTERM unwinds the running job (its temporary files go) and the worker
+    exits as soon as no job runs (at most 5 s later, whatever the job is doing)."""
     try:
         fd = os.pidfd_open(driver)
     except ProcessLookupError:
@@ -55,9 +62,11 @@ def _watch(driver: int, poll: float = 1.0) -> None:
     elif fd == -1:
         while _alive(driver):
             threading.Event().wait(poll)
-    _orphaned.set()  # no new job starts
+    _orphaned.set()
     os.kill(os.getpid(), signal.SIGTERM)
-    threading.Event().wait(5.0)
+    end = time.monotonic() + 5.0
+    while _busy.is_set() and time.monotonic() < end:  # the running job unwinds (its temporary files go)
+        threading.Event().wait(0.02)
     os._exit(128 + signal.SIGTERM)
 
 
@@ -84,10 +93,16 @@ def _init(threads: int, started, driver: int) -> None:
 
 
 def _run(job, store) -> dict:
-    if _orphaned.is_set():  # a job queued before the driver died
+    if _orphaned.is_set():  # nobody to hand a row to
         os._exit(128 + signal.SIGTERM)
-    _started.put(job.name)
-    return worker.run_job(job, store)
+    if _stopping.is_set():  # a job queued before the worker was told to stop: not started
+        raise SystemExit(128 + signal.SIGTERM)
+    _busy.set()
+    try:
+        _started.put(job.name)
+        return worker.run_job(job, store)
+    finally:
+        _busy.clear()
 
 
 def _context():
