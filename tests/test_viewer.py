@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import wave
 
 import numpy as np
 import pytest
@@ -26,9 +27,11 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 import mmdkit
+from mmdkit.animation.builder import MotionBuilder
 from mmdkit.cli import main
 from mmdkit.demo import demo_character
-from mmdkit.importers.scene import quaternions_from_rotations
+from mmdkit.export.gltf.animation import camera_pose
+from mmdkit.importers.scene import Space, quaternions_from_rotations
 from mmdkit.physics import physics_for
 from mmdkit.runtime import pose
 
@@ -60,8 +63,27 @@ def _stop(proc) -> int:
 
 
 @pytest.fixture(scope="module")
-def server():
-    proc, url = _start(["--demo"])
+def extras(tmp_path_factory):
+    """(camera .vmd, song .wav, camera Motion): a camera moving over 600 frames and 3 s of a tone."""
+    folder = tmp_path_factory.mktemp("viewer")
+    cam = MotionBuilder()
+    cam.add_camera_key(0, -45.0, (0, 10, 0), (0, 0, 0), fov=30)
+    cam.add_camera_key(600, -30.0, (0, 12, 0), (0.1, 0.6, 0), fov=40)
+    camera = cam.build()
+    mmdkit.save(camera, folder / "camera.vmd")
+    rate = 22050
+    tone = (8000 * np.sin(2 * np.pi * 440 * np.arange(3 * rate) / rate)).astype("<i2")
+    with wave.open(str(folder / "song.wav"), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(tone.tobytes())
+    return folder / "camera.vmd", folder / "song.wav", camera
+
+
+@pytest.fixture(scope="module")
+def server(extras):
+    proc, url = _start(["--demo", "--camera", str(extras[0]), "--audio", str(extras[1])])
     yield url
     _stop(proc)
 
@@ -71,7 +93,7 @@ def browser():
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--use-angle=swiftshader",
-              "--enable-unsafe-swiftshader", "--window-size=800,560", "--mute-audio"):
+              "--enable-unsafe-swiftshader", "--window-size=800,560", "--mute-audio", "--autoplay-policy=no-user-gesture-required"):
         opts.add_argument(a)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
     driver.set_script_timeout(120)
@@ -95,6 +117,7 @@ def page(server, browser):
     browser.get(server)
     _wait(browser, "window.__mmdkit && window.__mmdkit.ready()", what="the character's first frame")
     browser.find_element(By.ID, "floor").click()  # the floor off: what is not background is the character
+    browser.find_element(By.ID, "follow").click()  # the orbit camera (framing the character), not the VMD's
     return browser
 
 
@@ -146,8 +169,10 @@ def test_page_shows_the_character_and_plays(page, tmp_path):
     H, W = drawn.shape
     assert W * 0.25 < xs.mean() < W * 0.75 and H * 0.15 < ys.mean() < H * 0.85  # the character, framed
     assert ys.max() - ys.min() > 0.5 * H  # ... filling most of the height
+    _seek(page, 600, True)  # mid-dance
+    first = _canvas(page)
     page.find_element(By.ID, "play").click()
-    _wait(page, "__mmdkit.frame() > 20", what="playback past frame 20")
+    _wait(page, "__mmdkit.frame() > 630", what="playback past frame 630")
     page.find_element(By.ID, "play").click()
     later = _canvas(page)
     changed = np.abs(later.astype(int) - first.astype(int)).sum(axis=2) > 30
@@ -212,12 +237,25 @@ def test_a_closed_tab_does_not_stop_the_others(page, server):
     assert page.execute_script("return __mmdkit.frame()") == 1500
 
 
-def test_frame_times_are_reported(page):
-    page.execute_script("__mmdkit.play()")
-    time.sleep(2)
-    page.execute_script("__mmdkit.pause()")
+def test_camera_motion_and_song(page, extras):
+    _, _, camera = extras
+    _seek(page, 300, True)
+    page.find_element(By.ID, "follow").click()  # follow the camera VMD
+    time.sleep(0.5)
+    shown = page.execute_script("return __mmdkit.camera()")
+    page.find_element(By.ID, "follow").click()
+    scale = page.execute_script("return __mmdkit.info.notes.scale")
+    eye, _, fov = camera_pose(camera, np.array([300.0]), Space(scale=scale))
+    assert shown["following"]
+    assert np.linalg.norm(np.array(shown["position"]) - eye[0]) < 1e-3 and abs(shown["fov"] - fov[0]) < 1e-3
+    _wait(page, "__mmdkit.audio().decoded", what="the song decoded")
+    assert abs(page.execute_script("return __mmdkit.audio().duration") - 3.0) < 0.01
+    page.find_element(By.ID, "play").click()  # a click: the browser lets the song start
+    clock = _wait(page, "__mmdkit.audio().clock === 'audio' && __mmdkit.audio().clock", what="the song playing")
     times = page.execute_script("return __mmdkit.frameTimes()")
-    assert len(times) > 5 and all(t > 0 for t in times)
+    page.find_element(By.ID, "play").click()
+    assert clock == "audio"  # the playhead follows the song's clock
+    assert len(times) > 5 and all(t > 0 for t in times)  # the page reports its frame times
 
 
 def _free_port() -> int:

@@ -324,6 +324,9 @@ window.__mmdkit = {
   frameTimes: () => frameTimes.slice(),
   poseTimes: () => poseTimes.slice(),
   marks: () => marks,
+  camera: () => ({ following: !controls.enabled, position: camera.position.toArray(), fov: camera.fov }),  // glTF space
+  audio: () => ({ decoded: audio !== null, duration: audio ? audio.buffer.duration : 0,
+                  clock: playing && audio && audioPlaying() ? 'audio' : 'page' }),
   antialias,
   three: { THREE, renderer, scene, camera, character: gltf.scene, floor },
   // the rendered skeleton's joints: world position and rotation (x y z w), MMD space (units, z flipped back)
