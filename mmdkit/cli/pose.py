@@ -63,7 +63,7 @@ def command(model_path, motion_path, clip, frames, output, physics, vertices, co
         raise OptionError("-o", f"{output}: pose writes NumPy arrays; name the output ….npz "
                                 "(other formats: mmdkit export)")
     with compile_note(quiet):
-        model, motion, motion_label = load_model_motion(model_path, motion_path, clip)
+        model, motion, motion_label = load_model_motion(model_path, motion_path, clip, frames)
         frame_list = parse_frames(frames, motion.last_frame if isinstance(motion, Motion) else 0)
         _check_memory(frames, len(frame_list), model, vertices)
         warn_past_end(frames if frames != FRAMES_DEFAULT else None, frame_list,

@@ -121,16 +121,16 @@ def _morph_keys(scene, anim, times, morph_names) -> tuple[list[str], np.ndarray]
     return names, np.stack(cols, 1) if cols else np.zeros((len(times), 0))
 
 
-def _check_budget(scene, sk: Skeleton, anim, n_frames: int, name: str, partial: bool) -> None:
+def _check_budget(scene, sk: Skeleton, anim, n_frames: int, name: str) -> None:
     """FormatError naming the clip when baking ``n_frames`` frames would take more than ``expand_budget``."""
     tracks = len(sk.bone_node) + sum(len(scene.meshes[scene.node_mesh[ch.node]].target_name)
                                      for ch in anim.channels if ch.path == "weights")
     need, budget = n_frames * max(1, tracks) * KEY_BYTES, expand_budget(scene)
     if need > budget:
-        hint = "" if partial else "; ask for fewer frames (mmdkit pose --frames A:B bakes only those)"
-        raise FormatError(f"clip {name or anim.name!r} lasts {anim.duration:.6g} s: {n_frames:,} frames × {tracks:,} "
-                          f"bones and morphs would take ~{need / 2**20:,.0f} MiB to bake, more than the "
-                          f"{budget / 2**20:,.0f} MiB allowed for this file{hint}", path=scene.path, section="animations")
+        raise FormatError(f"clip {name or anim.name!r} lasts {anim.duration:.6g} s: baking {n_frames:,} frames × "
+                          f"{tracks:,} bones and morphs would take ~{need / 2**20:,.0f} MiB, more than the "
+                          f"{budget / 2**20:,.0f} MiB allowed for this file; pose fewer frames (mmdkit pose "
+                          "--frames A:B bakes only those)", path=scene.path, section="animations")
 
 
 def clip_motion(scene, sk: Skeleton, space: Space, clip, morph_names=(), name: str = "", frames=None) -> Motion:
@@ -138,10 +138,10 @@ def clip_motion(scene, sk: Skeleton, space: Space, clip, morph_names=(), name: s
     keys at every frame of the clip, or with ``frames`` (F,) only at the whole frames around them
     (posing those frames gives what the whole clip gives)."""
     anim = scene.animation(clip)
-    partial = frames is not None
-    count = last_frame(anim.duration) + 1 if frames is None else 2 * np.size(frames)
-    _check_budget(scene, sk, anim, count, name, partial)  # before any array of that length exists
+    if frames is None:  # checked before any array of the clip's length exists
+        _check_budget(scene, sk, anim, last_frame(anim.duration) + 1, name)
     frames, times = clip_times(anim.duration, frames)
+    _check_budget(scene, sk, anim, len(frames), name)
     t, q, scaled = _bone_keys(scene, sk, space, anim, times, name)
     moving = ((np.abs(t) > _STILL).any(axis=(0, 2)) | (np.abs(q - [0, 0, 0, 1]) > _STILL).any(axis=(0, 2)))
     bones = np.flatnonzero(moving)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from mmdkit.animation.frames import parse_frames
 from mmdkit.animation.motion import Motion, Pose
 from mmdkit.animation.vpd import apply_pose, motion_from_pose
 from mmdkit.errors import OptionError
@@ -49,10 +50,11 @@ def report_warnings(path: str, warnings, warn, shown: int) -> None:
 
 
 def load_motion_for(model, model_path: str, motion_path: str | None, clip, *, names: dict = CLI_NAMES,
-                    warn=_ignore, shown: int = 10, rest_pose: bool = False):
+                    warn=_ignore, shown: int = 10, rest_pose: bool = False, frames: str | None = None):
     """(motion or pose or None, label naming its source) for ``model``: the file ``motion_path`` when
     given, else its ``clip`` (name or index; default the first) when the model carries clips, else
-    None (the rest pose) where ``rest_pose`` allows it, or an OptionError."""
+    None (the rest pose) where ``rest_pose`` allows it, or an OptionError. With ``frames`` (a
+    ``--frames`` spec) a clip is baked only around those frames (a long clip costs what is posed)."""
     if motion_path:
         if clip is not None:
             raise OptionError(names["clip"], f"picks a clip of {names['model']} when {names['motion']} is left "
@@ -64,17 +66,19 @@ def load_motion_for(model, model_path: str, motion_path: str | None, clip, *, na
         if rest_pose and clip is None:
             return None, ""
         raise OptionError(names["motion"], f"{model_path} carries no clips; give a motion (.vmd) or pose (.vpd)")
-    name, motion = clips.get_clip(0 if clip is None else clip, names["clip"])
+    name = clips.resolve(0 if clip is None else clip, names["clip"])
+    wanted = None if frames is None else parse_frames(frames, clips.last_frame(name))
+    name, motion = clips.get_clip(name, names["clip"], frames=wanted)
     report_warnings(model_path, motion.warnings, warn, shown)
     return motion, f"{model_path} clip {name!r}"
 
 
 def load_model_motion(model_path: str, motion_path: str | None, clip, *, names: dict = CLI_NAMES, warn=_ignore,
-                      shown: int = 10, rest_pose: bool = False):
+                      shown: int = 10, rest_pose: bool = False, frames: str | None = None):
     """(model, motion or pose or None, label): the model at ``model_path`` and ``load_motion_for`` it."""
     model = load_as(model_path, Model, MODEL_KINDS, names["model"], warn=warn, shown=shown)
     motion, label = load_motion_for(model, model_path, motion_path, clip, names=names, warn=warn, shown=shown,
-                                    rest_pose=rest_pose)
+                                    rest_pose=rest_pose, frames=frames)
     return model, motion, label
 
 
