@@ -31,7 +31,7 @@ def _clip(obj, src: str, clip: str):
 @click.argument("dst", type=click.Path(dir_okay=False))
 @click.option("--clip", default=None, metavar="NAME|INDEX",
               help="Write this clip of SRC (a .glb/.gltf) as the motion DST (.vmd) instead of the model.")
-@click.option("-q", "--quiet", is_flag=True, help="No summary line (warnings and errors are still printed).")
+@click.option("-q", "--quiet", is_flag=True, help="No summary line and no warnings (errors are still printed).")
 def command(src, dst, clip, quiet):
     """Convert SRC to DST by extension (e.g. model.pmd → model.pmx, Fox.glb → Fox.pmx;
     Fox.glb → run.vmd --clip Run)."""
