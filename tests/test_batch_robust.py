@@ -139,15 +139,27 @@ def test_second_batch_on_a_busy_folder_is_refused(tmp_path, assets):
         assert wait_for(lambda: (out / "j0").is_dir()), "the first batch started no job"
         second = subprocess.run([*BATCH, jobs, "-o", out, "--workers", "1", "-q"], capture_output=True, text=True,
                                 timeout=240)
+        shard = subprocess.run([*BATCH, jobs, "-o", out, "--shard", "0/2", "-q"], capture_output=True, text=True,
+                               timeout=240)
         _, err = first.communicate(timeout=400)
     finally:
         first.kill()
     assert second.returncode == 2
     assert second.stderr == (f"mmdkit: error: -o: {out} is in use by another batch (PID {first.pid}); wait for "
                              f"it to end or give another output folder\n")
+    assert shard.returncode == 2 and shard.stderr == second.stderr  # a shard's jobs are the whole run's too
     assert first.returncode == 0, err  # no job of the first batch lost its files to the second
     rows = read_results(out / "results.jsonl")
     assert [(r["name"], r["status"], r["attempts"]) for r in rows] == [(f"j{i}", "ok", 1) for i in range(3)]
+    # the shards of a manifest run side by side, each with its own results table
+    shards = [subprocess.Popen([*BATCH, jobs, "-o", out, "--shard", f"{i}/2", "--force", "--workers", "1", "-q"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    for p in shards:
+        _, err = p.communicate(timeout=400)
+        assert p.returncode == 0, err
+    assert [[r["status"] for r in read_results(out / f"results-{i}-of-2.jsonl")] for i in range(2)] == \
+        [["ok"], ["ok", "ok"]]
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".pid")]  # each went with its batch
     # the lock went with the first batch; a temporary file a killed run left in the folder is removed
     (out / ".results.jsonl.k1ll3d.part").write_bytes(b"half a table")
     again = subprocess.run([*BATCH, jobs, "-o", out, "-q"], capture_output=True, text=True, timeout=240)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from mmdkit.batch.manifest import OUTPUTS, Job, cross_product, option_table, read_manifest, shard
 from mmdkit.batch.plan import FileHasher, Plan, plan, recorded_row
 from mmdkit.batch.progress import Progress
-from mmdkit.batch.results import read_results, write_results
+from mmdkit.batch.results import read_results, results_name, write_results
 from mmdkit.batch.store import Store
 
 __all__ = ["run_batch", "BatchSummary", "Job", "OUTPUTS", "read_manifest", "cross_product", "option_table",
@@ -42,18 +42,21 @@ def run_batch(jobs, out, *, workers: int | None = None, ray: str | None = None, 
               cpus_per_job: float = 1) -> BatchSummary:
     """Plan ``jobs`` against ``out`` and run what is not done, locally (``workers`` processes) or
     through Ray (``ray`` = 'local', 'auto' or an address); ``threads``: numba threads per local worker.
-    The output folder is locked for the run (a second batch there gets an OptionError). The results
-    table is written even when the run is interrupted (KeyboardInterrupt, SystemExit): it then lists
-    every job finished by then, and the exception carries the ``BatchSummary`` as ``batch_summary``."""
+    The output folder is locked for the run (a second batch there gets an OptionError; the shards of
+    one manifest run side by side). The results table is written even when the run is interrupted
+    (KeyboardInterrupt, SystemExit): it then lists every job finished by then, and the exception
+    carries the ``BatchSummary`` as ``batch_summary``."""
     import time
 
     t0 = time.perf_counter()
     store = Store(out)
     store.prepare()
-    with store.lock():
-        store.remove_leftovers()
+    selected = shard(jobs, shard_spec)  # a malformed --shard is refused before anything is locked
+    part = results_name(shard_spec) if shard_spec else None
+    with store.lock(part):
+        store.remove_leftovers(part)
         order = {j.name: i for i, j in enumerate(jobs)}
-        the_plan = plan(shard(jobs, shard_spec), store, force=force)
+        the_plan = plan(selected, store, force=force)
         progress = Progress(the_plan.total, quiet=quiet)
         rows = {}
 

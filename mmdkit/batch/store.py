@@ -4,7 +4,8 @@ In: the output root as typed. Out: ``Store`` — per job a local folder to write
 folder when the root is local; a temporary folder uploaded file by file when it is a URL), the job
 record (``<job>/.mmdkit-job.json``, always written last, so a job without one is not done) and
 whole small files (results tables) written atomically. ``lock`` keeps a second batch out of a local
-root while one runs (``.mmdkit-batch.lock``, an flock released when the process ends, even killed).
+root while one runs (``.mmdkit-batch.lock``, an flock released when the process ends, even killed;
+the shards of one manifest run side by side).
 """
 
 from __future__ import annotations
@@ -21,10 +22,9 @@ from mmdkit.fileutil import atomic_path
 
 RECORD = ".mmdkit-job.json"
 """The job record's file name inside each job folder."""
-LOCK = ".mmdkit-batch.lock"
-"""The lock file in a local root: flock'ed by the batch running there (never written)."""
-OWNER = ".mmdkit-batch.pid"
-"""The PID of the batch holding the lock, written (atomically) once it holds it."""
+LOCK_NAME = ".mmdkit-batch"
+"""``.mmdkit-batch.lock`` in a local root: flock'ed by the batches running there (never written);
+``.mmdkit-batch-results-I-of-N.lock`` per shard. ``….pid`` beside each: the holder's PID while it runs."""
 
 
 def is_url(root: str) -> bool:
@@ -80,45 +80,48 @@ class Store:
         return self._path if getattr(self.fs, "protocol", None) in ("file", ("file", "local")) else None
 
     @contextlib.contextmanager
-    def lock(self):
-        """Hold the root for this batch: a second batch on the same folder gets an OptionError
-        naming it and the PID running there (exit 2). The lock is the kernel's (flock), so a killed
-        batch leaves none behind; remote URLs are not locked (run one batch per URL)."""
-        import fcntl
-
+    def lock(self, part: str | None = None):
+        """Hold the root for this batch. A whole run holds the folder's lock exclusively; a shard
+        (``part``: its results name, 'results-0-of-4') holds it shared and its own shard's lock
+        exclusively — the shards of a manifest run side by side (their jobs and results tables are
+        their own) while a second run of the same jobs is refused with an OptionError naming the
+        folder and the PID running there (exit 2). The locks are the kernel's (flock): a killed batch
+        leaves none behind. Remote URLs are not locked (run one batch per URL)."""
         root = self.local_root()
         if root is None:
             yield
             return
-        fd = os.open(os.path.join(root, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise OptionError("-o", f"{self.root} is in use by another batch ({self._owner(root)}); wait for "
-                                        f"it to end or give another output folder") from None
-            except OSError:  # a file system without locks (some network mounts): run unlocked
-                pass
+        name = f"{LOCK_NAME}-{part}" if part else LOCK_NAME
+        with contextlib.ExitStack() as stack:
+            self._hold(stack, root, f"{LOCK_NAME}.lock", shared=part is not None)
+            if part:
+                self._hold(stack, root, f"{name}.lock", shared=False)
             with contextlib.suppress(OSError):
-                self.write_text(OWNER, str(os.getpid()))
+                self.write_text(f"{name}.pid", str(os.getpid()))
+                stack.callback(_remove_temporary, root, lambda n: n == f"{name}.pid")  # before the unlock
             yield
-        finally:
-            os.close(fd)  # releases the lock
 
-    @staticmethod
-    def _owner(root: str) -> str:
+    def _hold(self, stack, root: str, filename: str, *, shared: bool) -> None:
+        import fcntl
+
+        fd = os.open(os.path.join(root, filename), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        stack.callback(os.close, fd)  # closing releases the lock
         try:
-            with open(os.path.join(root, OWNER), encoding="utf-8") as f:
-                return f"PID {int(f.read().strip())}"
-        except (OSError, ValueError):
-            return "PID unknown"
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OptionError("-o", f"{self.root} is in use by another batch ({_owners(root)}); wait for it "
+                                    f"to end or give another output folder") from None
+        except OSError:  # a file system without locks (some network mounts): run unlocked
+            pass
 
-    def remove_leftovers(self) -> None:
-        """Remove the temporary files a killed or failed run left in a local root (``.NAME.….part``
-        of the results tables); each job folder's are removed when its job runs. Call under ``lock``."""
+    def remove_leftovers(self, part: str | None = None) -> None:
+        """Remove the temporary files a killed or failed run left in a local root (``.NAME.….part``):
+        all of them for a whole run, those of its own results table for shard ``part``; each job
+        folder's are removed when its job runs. Call under ``lock``."""
         root = self.local_root()
         if root is not None:
-            _remove_temporary(root, lambda n: n.startswith(".") and n.endswith(".part"))
+            mine = (f".{part}.", f".{LOCK_NAME}-{part}.") if part else (".",)
+            _remove_temporary(root, lambda n: n.startswith(mine) and n.endswith(".part"))
 
     def job_names(self) -> set:
         """Names of the job folders under the root (one listing, so a fresh run reads no records)."""
@@ -194,6 +197,17 @@ class Store:
         path = os.path.join(self.root, *relpath.split("/"))
         with naming(path), atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
+
+
+def _owners(root: str) -> str:
+    """'PID 123' (or 'PIDs 123, 456') of the batches holding locks in ``root``, from their .pid files."""
+    pids = []
+    with contextlib.suppress(OSError):
+        for name in sorted(os.listdir(root)):
+            if name.startswith(LOCK_NAME) and name.endswith(".pid"):
+                with contextlib.suppress(OSError, ValueError), open(os.path.join(root, name), encoding="utf-8") as f:
+                    pids.append(str(int(f.read().strip())))
+    return f"PID{'s' if len(pids) > 1 else ''} {', '.join(pids)}" if pids else "PID unknown"
 
 
 @contextlib.contextmanager
