@@ -119,8 +119,7 @@ function compactMesh(mesh) {
   for (const [name, attr] of Object.entries(geo.attributes)) out.setAttribute(name, gather(attr, used));
   const keep = [], morphs = [];
   (geo.morphAttributes.position || []).forEach((attr, t) => {
-    const g = gather(attr, used);
-    if (g.array.some((x) => x !== 0)) { keep.push(t); morphs.push(g); }
+    if (moves(attr, used)) { keep.push(t); morphs.push(gather(attr, used)); }
   });
   if (morphs.length) {
     const size = MORPH_BUCKETS.find((b) => b >= morphs.length) || Math.ceil(morphs.length / 128) * 128;
@@ -135,10 +134,21 @@ function compactMesh(mesh) {
   if (morphs.length) mesh.updateMorphTargets();
   else { delete mesh.morphTargetInfluences; delete mesh.morphTargetDictionary; }
 }
-function gather(attr, used) {
+function gather(attr, used) {  // the rows ``used`` of an attribute, as a new attribute
   const s = attr.itemSize, a = new attr.array.constructor(used.length * s);
-  for (let j = 0; j < used.length; j++) for (let c = 0; c < s; c++) a[j * s + c] = attr.getComponent(used[j], c);
+  if (attr.isInterleavedBufferAttribute) {
+    for (let j = 0; j < used.length; j++) for (let c = 0; c < s; c++) a[j * s + c] = attr.getComponent(used[j], c);
+  } else {
+    const src = attr.array;
+    for (let j = 0; j < used.length; j++) { const o = used[j] * s; for (let c = 0; c < s; c++) a[j * s + c] = src[o + c]; }
+  }
   return new THREE.BufferAttribute(a, s, attr.normalized);
+}
+function moves(attr, used) {  // does a morph target move one of the rows ``used``?
+  if (attr.isInterleavedBufferAttribute) return gather(attr, used).array.some((x) => x !== 0);
+  const src = attr.array, s = attr.itemSize;
+  for (const v of used) for (let c = 0; c < s; c++) if (src[v * s + c] !== 0) return true;
+  return false;
 }
 
 const jointBone = info.joint_bone, targetMorph = info.target_morph;
