@@ -147,3 +147,15 @@ def test_help_and_info_say_what_is_optional_and_known(mmdkit_cli, assets):
     assert "clips: Survey (3.43 s, frames 0:103), Walk (0.73 s, frames 0:22), Run (1.17 s, frames 0:35)" in out
     d = json.loads(mmdkit_cli("info", assets / "gltf" / "Fox.glb", "--json")[1])
     assert d["clips"] == 3 and d["clip_seconds"] == {"Survey": 3.433, "Walk": 0.733, "Run": 1.167}
+
+
+def test_python_render_refuses_a_missing_folder_too(tmp_path):
+    from mmdkit.demo import demo_model, demo_motion
+    from mmdkit.errors import RenderError
+    from mmdkit.render.pipeline import render_motion
+
+    for out in (tmp_path / "missing" / "x.png", tmp_path / "missing" / "frames"):
+        with pytest.raises(RenderError, match="does not exist"):
+            render_motion(demo_model(), demo_motion(), str(out), frames=[0], size=(32, 24),
+                          msaa=0, physics=False, progress=False)
+    assert not (tmp_path / "missing").exists()

@@ -16,12 +16,11 @@ from mmdkit.errors import OptionError
 from mmdkit.fileutil import same_file
 
 
-def check_output(path: str, inputs=(), *, option: str = "-o", folder_ok: bool = False,
-                 make_parents: bool = False) -> None:
-    """Refuse an output that would overwrite an input or cannot be written.
+def check_output(path: str, inputs=(), *, option: str = "-o", folder_ok: bool = False) -> None:
+    """Refuse an output that would overwrite an input or cannot be written; its folder must exist
+    (the one rule of every command: mmdkit creates no folder an output path names).
 
-    ``folder_ok``: the output may be (or become) a folder (PNG frames). ``make_parents``: missing
-    parent folders are created by the writer, so only the nearest existing one must be writable.
+    ``folder_ok``: the output may be (or become) a folder (PNG frames).
     """
     for inp in inputs:
         if inp and same_file(path, inp):
@@ -29,9 +28,6 @@ def check_output(path: str, inputs=(), *, option: str = "-o", folder_ok: bool = 
     if os.path.isdir(path) and not folder_ok:
         raise OptionError(option, f"{path} is a folder; give a file name")
     parent = os.path.dirname(os.path.abspath(path))
-    if make_parents:
-        while not os.path.exists(parent) and os.path.dirname(parent) != parent:
-            parent = os.path.dirname(parent)
     if not os.path.isdir(parent):
         what = "is not a folder" if os.path.exists(parent) else "does not exist"
         raise OptionError(option, f"cannot write {path}: {parent} {what}")

@@ -69,11 +69,11 @@ def _unwritable(output: str, e: OSError) -> RenderError:
 
 
 def _parent_folder(output: str) -> str:
+    """The folder ``output`` goes in; it must exist (mmdkit never creates the folders an output
+    path names, only the PNG-frames folder itself)."""
     parent = os.path.dirname(os.path.abspath(output.rstrip("/\\")))
-    try:
-        os.makedirs(parent, exist_ok=True)
-    except OSError as e:
-        raise _unwritable(output, e) from None
+    if not os.path.isdir(parent):
+        raise RenderError(f"cannot write '{output}': folder {parent} does not exist")
     return parent
 
 
