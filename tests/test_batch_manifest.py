@@ -172,3 +172,15 @@ def test_clip_and_vpd_keys(tmp_path, files):
         with pytest.raises(FormatError) as e:
             read_manifest(path)
         assert str(e.value).startswith(f"{path} line 1: ") and message in str(e.value)
+
+
+def test_hashing_reads_a_file_as_far_as_its_size(tmp_path):
+    """An input is hashed up to the size it had when opened (a /proc file says 0 and never ends for
+    some); a file is hashed in pieces, equal to hashing it whole."""
+    import hashlib
+
+    hasher = FileHasher()
+    assert hasher.digest("/proc/self/status") == hashlib.sha256(b"").hexdigest()
+    data = os.urandom(3 * (1 << 20) + 5)
+    (tmp_path / "big.wav").write_bytes(data)
+    assert hasher.digest(str(tmp_path / "big.wav")) == hashlib.sha256(data).hexdigest()

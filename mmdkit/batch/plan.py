@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from importlib.metadata import version
 
 from mmdkit.errors import MmdkitError
-from mmdkit.formats.io import read_bytes
+from mmdkit.formats.io import read_chunks
 
 KEY_VERSION = 1
 """Bumped when the meaning of a job key changes (every job then runs again)."""
+HASH_CHUNK = 1 << 20
+"""Bytes read at a time when hashing an input."""
 _VERSION = version("mmdkit")
 """mmdkit's version is part of every key: a new release runs every job again."""
 
@@ -49,8 +51,12 @@ class FileHasher:
         if hit is not None and hit[0] == sig:
             return hit[1]
         # the loaders' own read: a FIFO or device is refused (FormatError) without blocking, and no
-        # more than the size the file had when opened is read (a /proc file or a growing log ends)
-        digest = hashlib.sha256(read_bytes(path)).hexdigest()
+        # more than the size the file had when opened is read (a /proc file or a growing log ends),
+        # a MiB at a time (a long audio file is not held whole)
+        h = hashlib.sha256()
+        for piece in read_chunks(path, HASH_CHUNK):
+            h.update(piece)
+        digest = h.hexdigest()
         self._cache[path] = (sig, digest)
         return digest
 

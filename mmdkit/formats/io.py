@@ -21,6 +21,13 @@ def read_bytes(path) -> bytes:
     """The whole regular file at ``path``, never more than the size it had when opened
     (``FormatError`` naming it for a folder, FIFO, device or a file that cannot be read).
     Opened non-blocking, so a FIFO without a writer does not hang."""
+    parts = list(read_chunks(path))
+    return b"".join(parts) if len(parts) != 1 else parts[0]
+
+
+def read_chunks(path, chunk: int | None = None):
+    """``read_bytes`` in pieces of at most ``chunk`` bytes (None: as few as the system gives), for
+    callers that need not hold the whole file (a content hash)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
@@ -30,18 +37,17 @@ def read_bytes(path) -> bytes:
         os.close(fd)
         raise FormatError("not a regular file (a folder, pipe or device cannot be read as a model or motion)",
                           path=str(path))
-    parts, left = [], st.st_size
+    left = st.st_size
     with os.fdopen(fd, "rb", buffering=0) as fh:
-        try:
-            while left > 0:
-                b = fh.read(left)
-                if not b:
-                    break
-                parts.append(b)
-                left -= len(b)
-        except OSError as e:
-            raise FormatError(f"cannot read: {e.strerror or e}", path=str(path)) from None
-    return b"".join(parts) if len(parts) != 1 else parts[0]
+        while left > 0:
+            try:
+                b = fh.read(min(left, chunk or left))
+            except OSError as e:
+                raise FormatError(f"cannot read: {e.strerror or e}", path=str(path)) from None
+            if not b:
+                break
+            left -= len(b)
+            yield b
 
 
 def parse(data: bytes, ext: str, path: str = ""):
