@@ -56,6 +56,10 @@ def command(manifest, out, models, motions, outputs, frames, camera, audio, phys
     \b
     A manifest line: {"model": "a.pmx", "motion": "b.vmd", "frames": "0:300", "outputs": ["npz", "mp4"],
                       "npz": {"joints": "humanoid"}, "mp4": {"size": "640x360"}}
+    A model's own clip (as --clip) and VPD poses (as --vpd): {"model": "fox.glb", "clip": "Run",
+    "outputs": ["npz"]}, {"model": "a.pmx", "motion": "b.vmd", "vpd": ["hands.vpd@120:0.5"], ...}.
+    One batch at a time per OUT_DIR (the shards of one manifest run side by side); Ctrl-C keeps what
+    finished, and the same command resumes.
     """
     from mmdkit.batch import cross_product, option_table, plan, read_manifest, run_batch, shard as pick, Store
 
