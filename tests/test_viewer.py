@@ -156,8 +156,8 @@ def reference():
     """Gene + WAVEFILE posed by mmdkit at frames 0..SCRUB, with and without physics."""
     model, motion = demo_character()
     frames = np.arange(SCRUB + 1, dtype=np.float64)
-    return (model, pose(model, motion, frames, physics=physics_for(model, True))["bone_world"][SCRUB],
-            pose(model, motion, [SCRUB])["bone_world"][0])
+    out = pose(model, motion, frames, physics=physics_for(model, True))
+    return model, out["bone_world"][SCRUB], pose(model, motion, [SCRUB])["bone_world"][0], out["morph_weight"]
 
 
 def test_page_shows_the_character_and_plays(page, tmp_path):
@@ -180,7 +180,7 @@ def test_page_shows_the_character_and_plays(page, tmp_path):
 
 
 def test_scrubbing_shows_that_frames_pose(page, reference):
-    model, with_physics, _ = reference
+    model, with_physics, _, morph_weight = reference
     _seek(page, SCRUB, True)
     bone, shown, rotation = _bone_positions(page)
     assert (bone >= 0).all() and len(bone) > 100
@@ -188,10 +188,17 @@ def test_scrubbing_shows_that_frames_pose(page, reference):
     assert err.max() < 0.02, f"bone {model.bone_name[bone[err.argmax()]]} off by {err.max():.4f} MMD units"
     angle = _degrees(rotation, with_physics[bone])
     assert angle.max() < 0.5, f"bone {model.bone_name[bone[angle.argmax()]]} turned {angle.max():.2f}° off"
+    for frame in (SCRUB, 0):  # the face too: morph weights (frame 0: a blink at full weight)
+        if frame != SCRUB:
+            _seek(page, frame, True)
+        shown = {int(k): v for k, v in page.execute_script("return __mmdkit.morphWeights()").items()}
+        assert len(shown) > 50
+        assert max(abs(v - morph_weight[frame, k]) for k, v in shown.items()) < 1e-5
+    assert max(shown.values()) == 1.0
 
 
 def test_physics_toggle_changes_the_hair(page, reference):
-    model, with_physics, without = reference
+    model, with_physics, without, _ = reference
     _seek(page, SCRUB, True)
     bone, _, on = _bone_positions(page)
     picture_on = _canvas(page)

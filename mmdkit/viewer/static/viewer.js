@@ -6,7 +6,6 @@ import { GLTFLoader } from 'three/addons/loaders/GLTFLoader.js';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { Overlays } from '/static/overlays.js';
 
-const MORPH_BUCKETS = [0, 8, 32, 64, 128, 192, 256];  // morph target counts a primitive's is padded to (see compactMesh)
 const CHUNK = 60;                     // frames per /frames request (2 s)
 const $ = (id) => document.getElementById(id);
 const info = await (await fetch('/info.json')).json();
@@ -79,6 +78,7 @@ gltf.scene.traverse((o) => {
 });
 frameCharacter(new THREE.Box3().setFromObject(gltf.scene));
 for (const bone of joints) { bone.matrixAutoUpdate = false; bone.matrixWorldAutoUpdate = false; }
+const targetMorph = info.target_morph;  // the model morph of each GLB morph target (-1: none)
 for (const mesh of meshes) compactMesh(mesh);
 const marks = { glb: glbLoadedMs, prepared: performance.now() };  // ms since the page opened
 
@@ -103,10 +103,10 @@ function toon(m) {
   return t;
 }
 
-// Each primitive gets its own compact geometry: its vertices only, and only the morph targets that
-// move one of them (the exporter writes one shared vertex array and every target on every
-// primitive; three.js builds a (vertices × targets) morph texture per geometry). The target count
-// is padded to a few sizes so that primitives share shader programs (each count compiles one).
+// Each primitive gets its own compact geometry (its vertices only; the exporter writes one shared
+// vertex array), and its morphs are applied here, sparsely, to its positions (the targets that move
+// one of its vertices, as (vertex, delta) lists): no morph targets in the shaders, so every
+// primitive with the same material settings shares one program, and the vertex shader only skins.
 function compactMesh(mesh) {
   const geo = mesh.geometry, n = geo.attributes.position.count;
   const remap = new Int32Array(n).fill(-1), used = [];
@@ -117,22 +117,45 @@ function compactMesh(mesh) {
   for (let k = 0; k < index.length; k++) newIndex[k] = remap[index[k]];
   out.setIndex(new THREE.BufferAttribute(newIndex, 1));
   for (const [name, attr] of Object.entries(geo.attributes)) out.setAttribute(name, gather(attr, used));
-  const keep = [], morphs = [];
+  const morphs = [];
   (geo.morphAttributes.position || []).forEach((attr, t) => {
-    if (moves(attr, used)) { keep.push(t); morphs.push(gather(attr, used)); }
+    const d = attr.isInterleavedBufferAttribute ? gather(attr, Array.from({ length: n }, (_, i) => i)).array : attr.array;
+    const vertex = [], delta = [];
+    for (let j = 0; j < used.length; j++) {
+      const o = 3 * used[j];
+      if (d[o] !== 0 || d[o + 1] !== 0 || d[o + 2] !== 0) { vertex.push(j); delta.push(d[o], d[o + 1], d[o + 2]); }
+    }
+    if (vertex.length && targetMorph[t] >= 0) morphs.push({ morph: targetMorph[t], vertex: Uint32Array.from(vertex), delta: Float32Array.from(delta) });
   });
-  if (morphs.length) {
-    const size = MORPH_BUCKETS.find((b) => b >= morphs.length) || Math.ceil(morphs.length / 128) * 128;
-    const zero = new THREE.BufferAttribute(new Float32Array(used.length * 3), 3);
-    while (morphs.length < size) { morphs.push(zero); keep.push(-1); }
-    out.morphAttributes.position = morphs;
-    out.morphTargetsRelative = true;
-  }
   out.groups = geo.groups;
   mesh.geometry = out;
-  mesh.userData.targets = keep;
-  if (morphs.length) mesh.updateMorphTargets();
-  else { delete mesh.morphTargetInfluences; delete mesh.morphTargetDictionary; }
+  mesh.morphTargetInfluences = undefined; mesh.morphTargetDictionary = undefined;
+  mesh.userData.morphs = morphs;
+  mesh.userData.base = morphs.length ? out.attributes.position.array.slice() : null;
+  mesh.userData.weights = new Float32Array(morphs.length);
+}
+// this frame's morph weights (interpolated between rows) onto the positions they change
+function applyMorphs(mesh, ra, rb, w, m0) {
+  const { morphs, base, weights } = mesh.userData;
+  if (!morphs.length) return;
+  let changed = false;
+  for (let k = 0; k < morphs.length; k++) {
+    const t = m0 + morphs[k].morph, x = ra[t] + (rb[t] - ra[t]) * w;
+    if (x !== weights[k]) { weights[k] = x; changed = true; }
+  }
+  if (!changed) return;
+  const attr = mesh.geometry.attributes.position, pos = attr.array;
+  pos.set(base);
+  for (let k = 0; k < morphs.length; k++) {
+    const x = weights[k];
+    if (x === 0) continue;
+    const { vertex, delta } = morphs[k];
+    for (let i = 0; i < vertex.length; i++) {
+      const o = 3 * vertex[i];
+      pos[o] += x * delta[3 * i]; pos[o + 1] += x * delta[3 * i + 1]; pos[o + 2] += x * delta[3 * i + 2];
+    }
+  }
+  attr.needsUpdate = true;
 }
 function gather(attr, used) {  // the rows ``used`` of an attribute, as a new attribute
   const s = attr.itemSize, a = new attr.array.constructor(used.length * s);
@@ -144,14 +167,8 @@ function gather(attr, used) {  // the rows ``used`` of an attribute, as a new at
   }
   return new THREE.BufferAttribute(a, s, attr.normalized);
 }
-function moves(attr, used) {  // does a morph target move one of the rows ``used``?
-  if (attr.isInterleavedBufferAttribute) return gather(attr, used).array.some((x) => x !== 0);
-  const src = attr.array, s = attr.itemSize;
-  for (const v of used) for (let c = 0; c < s; c++) if (src[v * s + c] !== 0) return true;
-  return false;
-}
 
-const jointBone = info.joint_bone, targetMorph = info.target_morph;
+const jointBone = info.joint_bone;
 const boneMat = Array.from({ length: B }, () => new THREE.Matrix4());
 const overlays = new Overlays(scene, info, boneMat, scale);
 
@@ -191,15 +208,7 @@ function applyPose(ra, rb, w) {
     boneMat[b].compose(pa, qa, one);
   }
   for (let j = 0; j < joints.length; j++) if (jointBone[j] >= 0) joints[j].matrixWorld.copy(boneMat[jointBone[j]]);
-  const m0 = B * 7;
-  for (const mesh of meshes) {
-    const inf = mesh.morphTargetInfluences, keep = mesh.userData.targets;
-    if (!inf) continue;
-    for (let k = 0; k < keep.length; k++) {
-      const m = keep[k] < 0 ? -1 : targetMorph[keep[k]], t = m0 + m;
-      inf[k] = m < 0 ? 0 : ra[t] + (rb[t] - ra[t]) * w;
-    }
-  }
+  for (const mesh of meshes) applyMorphs(mesh, ra, rb, w, B * 7);
 }
 
 // --- camera motion ----------------------------------------------------------------------------------
@@ -334,6 +343,8 @@ window.__mmdkit = {
   frameTimes: () => frameTimes.slice(),
   poseTimes: () => poseTimes.slice(),
   marks: () => marks,
+  // morph weights the meshes show now: {model morph index: weight}
+  morphWeights: () => Object.fromEntries(meshes.flatMap((m) => m.userData.morphs.map((x, k) => [x.morph, m.userData.weights[k]]))),
   camera: () => ({ following: !controls.enabled, position: camera.position.toArray(), fov: camera.fov }),  // glTF space
   audio: () => ({ decoded: audio !== null, duration: audio ? audio.buffer.duration : 0,
                   clock: playing && audio && audioPlaying() ? 'audio' : 'page' }),
