@@ -114,6 +114,9 @@ def read_texture(source, name: str):
             except MemoryError:
                 raise FormatError(f"texture '{name}' ({w}×{h} pixels) needs more memory than is available "
                                   "to decode") from None
+            except Image.DecompressionBombError:  # a frame or tile larger than the header said
+                raise FormatError(f"texture '{name}' has more than {2 * Image.MAX_IMAGE_PIXELS:,} pixels "
+                                  "(a decompression bomb?); refused") from None
     return out, (f"texture '{name}' is {w}×{h} pixels, larger than {MAX_TEXTURE_EDGE} on a side; "
                  f"downscaled to {out.size[0]}×{out.size[1]}")
 
