@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import resource
 import subprocess
 import sys
 
 import pytest
 
-ADDRESS_SPACE = 4 * 2**30  # ulimit -v for the child: enough to start, far from 3 million frames
+ADDRESS_SPACE = 8 * 2**30  # ulimit -v for the child: enough to start, far from 3 million frames
+#: few threads in the child: thread stacks and BLAS buffers count against ulimit -v on many-core machines
+FEW_THREADS = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="2")
 
 
 def _limited():
@@ -23,7 +26,7 @@ def test_millions_of_frames_are_refused_by_their_memory_estimate(assets, tmp_pat
     r = subprocess.run([sys.executable, "-m", "mmdkit", command, str(assets / "low_miku" / "miku.pmd"),
                         str(assets / "wavefile" / "wavefile_v2.vmd"), "--frames", "0:3000000", "--no-physics", "-q",
                         "-o", str(tmp_path / output)], capture_output=True, text=True, preexec_fn=_limited,
-                       timeout=300)
+                       env=FEW_THREADS, timeout=300)
     assert r.returncode == 2, r.stderr
     lines = [ln for ln in r.stderr.splitlines() if "warning" not in ln]
     assert len(lines) == 1 and lines[0].startswith("mmdkit: error: --frames: '0:3000000' selects 3,000,001 frames")
@@ -46,7 +49,8 @@ def test_the_estimate_follows_the_memory_available(monkeypatch):
 def test_available_bytes_honours_ulimit_v():
     code = ("import resource; from mmdkit.cli._memory import available_bytes; "
             "print(available_bytes())")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=_limited)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=_limited,
+                       env=FEW_THREADS)
     assert r.returncode == 0, r.stderr
     assert 0 < int(r.stdout) < ADDRESS_SPACE
 
