@@ -54,8 +54,9 @@ def check_first_run(out, rows, url=""):
     with np.load(out / "miku__mei_bye" / "miku__mei_bye.npz") as d:
         assert d["joint_position"].shape[0] == 9 and str(d["joint_set"]) == "humanoid"
     assert (out.parent / "killed-once").exists()  # the first attempt's worker died mid-job (os._exit)
-    if not url:  # the local pool counts the starts of each job (Ray retries on its own)
-        assert (ok["attempts"], by["gumi"]["attempts"], by["bad"]["attempts"]) == (2, 1, 1)
+    if not url:  # the local pool counts the starts of each job (Ray retries on its own); a job running
+        # beside the one whose worker died was stopped with the pool and started again
+        assert ok["attempts"] == 2 and by["gumi"]["attempts"] in (1, 2) and by["bad"]["attempts"] in (1, 2)
     assert not [f for f in os.listdir(out / "miku__mei_bye") if f.startswith(".miku")]  # no temporary files left
     assert not (out / "bad" / ".mmdkit-job.json").exists()
     csv = (out / "results.csv").read_text().splitlines()
