@@ -27,6 +27,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 import mmdkit
+import mmdkit.demo
 from mmdkit.animation.builder import MotionBuilder
 from mmdkit.cli import main
 from mmdkit.demo import demo_character
@@ -308,3 +309,18 @@ def test_view_in_python_gives_a_notebook_iframe(assets):
         viewer.stop()
     with pytest.raises(OSError):
         urllib.request.urlopen(viewer.url, timeout=5)
+
+
+@pytest.mark.parametrize("args, flag", [([], "MODEL"), (["--demo", "MODEL_FILE"], "--demo"),
+                                        (["MODEL_FILE", "--audio", "SONG_TXT"], "--audio")])
+def test_bad_arguments_are_one_line_before_serving(args, flag, tmp_path, capsys):
+    song = tmp_path / "song.txt"
+    song.write_text("not a song")
+    model = mmdkit.demo.demo_paths()[0]
+    argv = ["view", "--no-browser", *(str(model) if a == "MODEL_FILE" else str(song) if a == "SONG_TXT" else a
+                                      for a in args)]
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    out = capsys.readouterr()
+    assert done.value.code == 2 and "http://" not in out.out  # refused before a server started
+    assert out.err.strip().count("\n") == 0 and out.err.startswith(f"mmdkit: error: {flag}")

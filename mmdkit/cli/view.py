@@ -18,17 +18,26 @@ from mmdkit.errors import OptionError
 from mmdkit.viewer import read_audio
 
 
+def _check(demo, model_path, audio_path) -> None:
+    """OptionError for arguments that do not go together, before anything starts."""
+    if demo and model_path:
+        raise OptionError("--demo", f"views the built-in character; give either --demo or MODEL ({model_path})")
+    if not demo and not model_path:
+        raise OptionError("MODEL", "give a model to view (or --demo)")
+    if audio_path is not None:
+        try:
+            read_audio(audio_path)
+        except OptionError as e:
+            raise OptionError("--audio", e.detail) from None
+
+
 def _inputs(demo, model_path, motion_path, clip, camera_path):
     """(model, motion or None, camera or None, binding label) as typed, or the demo's."""
     from mmdkit import Model, Motion
     from mmdkit.demo import demo_paths
 
     if demo:
-        if model_path:
-            raise OptionError("--demo", f"views the built-in character; give either --demo or MODEL ({model_path})")
         model_path, motion_path = (str(p) for p in demo_paths())
-    elif not model_path:
-        raise OptionError("MODEL", "give a model to view (or --demo)")
     if motion_path or clip is not None:
         model, motion, _ = load_model_motion(model_path, motion_path, clip)
     else:  # a model alone: its first clip when it carries some (glTF), else the rest pose
@@ -72,8 +81,7 @@ def command(model_path, motion_path, clip, camera_path, audio_path, port, host, 
     import mmdkit
     from mmdkit.viewer import start
 
-    if audio_path is not None:
-        read_audio(audio_path)  # a song the page cannot play: refused before anything starts
+    _check(demo, model_path, audio_path)
     viewer = start(host, port)  # serving the page at once: the browser starts while the model loads
     try:
         click.echo(f"mmdkit view: {viewer.url}  (Ctrl-C stops)")

@@ -97,6 +97,7 @@ function frameCharacter(box) {
 // MMD's look (and cheap in software GL): toon shading with the model's textures
 function toon(m) {
   if (Array.isArray(m)) return m.map(toon);
+  if (m.map && software) { m.map.generateMipmaps = false; m.map.minFilter = THREE.LinearFilter; }  // no mip chains to build in software
   const t = new THREE.MeshToonMaterial({ color: m.color, map: m.map, transparent: m.transparent, opacity: m.opacity,
                                          alphaTest: m.alphaTest, side: m.side, name: m.name });
   m.dispose();

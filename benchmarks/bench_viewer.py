@@ -1,0 +1,91 @@
+"""`mmdkit view --demo` in headless Chromium: how soon the first posed frame is drawn, and the page's
+frame times while it plays Gene with physics.
+
+In: Debian's chromium + chromium-driver (Selenium), WebGL in software (SwiftShader) unless
+--gpu. Out: seconds from the command to the URL and to the first posed frame (the page's own
+clock), the page's timing marks, the server's bake time and per-stage ms, then over 12 s of
+playback from frame 600 (after the bake is done) the page's frame times (mean, median, p95) and
+its own posing ms per frame. The browser is started before the command (a warm browser).
+Run: python3 benchmarks/bench_viewer.py [--size 1280x720] [--gpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+
+
+def _browser(size: str, gpu: bool):
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for a in ["--headless=new", "--no-sandbox", f"--window-size={size.replace('x', ',')}", "--mute-audio"]:
+        opts.add_argument(a)
+    if not gpu:
+        opts.add_argument("--use-angle=swiftshader")
+        opts.add_argument("--enable-unsafe-swiftshader")
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+
+
+def _poll(driver, script: str, timeout: float = 300.0) -> None:
+    end = time.monotonic() + timeout
+    while not driver.execute_script(f"return {script}"):
+        if time.monotonic() > end:
+            raise SystemExit(f"timed out waiting for {script}")
+        time.sleep(0.05)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="1280x720")
+    ap.add_argument("--gpu", action="store_true", help="let Chromium use the GPU (default: SwiftShader)")
+    args = ap.parse_args()
+    driver = _browser(args.size, args.gpu)
+    driver.get("about:blank")
+    print("load average", [round(x, 1) for x in os.getloadavg()])
+    t0 = time.time()
+    proc = subprocess.Popen([sys.executable, "-m", "mmdkit", "view", "--demo", "--no-browser", "-q"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"http://\S+/", proc.stdout.readline()).group(0)
+        t_url = time.time()
+        driver.get(url)
+        _poll(driver, "window.__mmdkit && window.__mmdkit.ready()")
+        first = driver.execute_script("return performance.timeOrigin + __mmdkit.firstFrameMs()") / 1000
+        print(f"URL printed {t_url - t0:.2f} s; first posed frame drawn {first - t0:.2f} s after the command")
+        marks = driver.execute_script("return __mmdkit.marks()")
+        print("page marks, ms after the page opened:", {k: round(v) for k, v in marks.items()},
+              "shader programs", driver.execute_script("return __mmdkit.three.renderer.info.programs.length"))
+        end = time.monotonic() + 300
+        while time.monotonic() < end:
+            state = json.load(urllib.request.urlopen(url + "state.json"))
+            if state["baked"]["physics"] >= driver.execute_script("return __mmdkit.info.num_frames"):
+                break
+            time.sleep(0.5)
+        print(f"bake: {state['bake_seconds']:.1f} s;", {k: round(v, 3) for k, v in state["stage_ms"].items()})
+        driver.execute_script("__mmdkit.seek(600); __mmdkit.play()")
+        time.sleep(12)
+        driver.execute_script("__mmdkit.pause()")
+        ft = driver.execute_script("return __mmdkit.frameTimes()")[-300:]
+        pt = driver.execute_script("return __mmdkit.poseTimes()")[-300:]
+        print(f"{args.size} frame ms: n={len(ft)} mean {statistics.mean(ft):.1f} median {statistics.median(ft):.1f} "
+              f"p95 {statistics.quantiles(ft, n=20)[-1]:.1f} ({1000 / statistics.mean(ft):.1f} fps); "
+              f"page posing ms mean {statistics.mean(pt):.2f} max {max(pt):.2f}")
+        print("load average", [round(x, 1) for x in os.getloadavg()])
+    finally:
+        driver.quit()
+        proc.terminate()
+        proc.wait()
+
+
+if __name__ == "__main__":
+    main()
