@@ -12,6 +12,7 @@ Run: python3 benchmarks/bench_busy_core.py [--frames 300] [--repeat 3] [--config
 Configurations (environment of the child process):
   mmdkit   as mmdkit sets itself up (mmdkit/threads.py: OpenMP threads sleep while they wait)
   spin     libgomp's default before: idle threads spin ~300,000 turns (GOMP_SPINCOUNT=300000)
+  spin10k  a short spin before sleeping (GOMP_SPINCOUNT=10000)
   active   OMP_WAIT_POLICY=active: idle threads spin for minutes
   one      NUMBA_NUM_THREADS=1: no worker threads at all
   workqueue NUMBA_THREADING_LAYER=workqueue (numba's own pool; not safe for launches from several threads)
@@ -32,6 +33,7 @@ ASSETS = Path(os.environ.get("MMDKIT_ASSETS", Path(__file__).resolve().parents[2
 CONFIGS = {
     "mmdkit": {},
     "spin": {"GOMP_SPINCOUNT": "300000"},
+    "spin10k": {"GOMP_SPINCOUNT": "10000"},
     "active": {"OMP_WAIT_POLICY": "active"},
     "one": {"NUMBA_NUM_THREADS": "1"},
     "workqueue": {"NUMBA_THREADING_LAYER": "workqueue"},

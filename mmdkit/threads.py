@@ -3,15 +3,16 @@
 In: the environment (what the user set wins). Out:
 
 - on import (``mmdkit`` imports this module before any kernel module): numba prefers its OpenMP
-  layer, and OpenMP's idle threads sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``, where
-  libgomp spins ~300,000 turns, ~3 ms, before sleeping). A spinning thread holds its core; with
-  another process busy on one of two cores, the numba thread that shares that core stalls each
-  parallel kernel for a scheduler time slice while the other one spins (Gene skinning 0.07 → ~7
-  ms/frame). Asleep, the idle thread leaves its core free, the stalled work moves there and one
-  busy core costs ~1.3x (``benchmarks/bench_busy_core.py``). libgomp reads the variable once, when
-  numba starts its threads (the first parallel kernel, or ``numba.get/set_num_threads``), so it
-  is set here, before that. numba's ``workqueue`` layer also sleeps, but aborts the process when
-  two Python threads launch parallel kernels at once (mmdkit's skinner and ``play(threads=…)`` do).
+  layer, and OpenMP's idle threads sleep at once (``OMP_WAIT_POLICY=PASSIVE``) where libgomp
+  would spin 300,000 turns (milliseconds) first. A spinning thread holds its core: with another
+  process busy on one of two cores, the numba thread that shares that core stalls each parallel
+  kernel for a scheduler time slice while the other spins (Gene skinning 0.07 → ~7 ms/frame, ~100x).
+  Asleep, a thread leaves its core free and the stalled work moves there: one busy core then
+  costs ≤ ~1.2x (``benchmarks/bench_busy_core.py``); waking the sleeping thread costs ~0.015 ms
+  per parallel kernel on an idle machine. libgomp reads the variable once, when numba starts its
+  threads (the first parallel kernel, or ``numba.get/set_num_threads``): it is set here, before.
+  numba's ``workqueue`` layer also sleeps, but aborts the process when two Python threads launch
+  parallel kernels at once (mmdkit's skinner may be called from several threads).
 - ``set_threads(count)``: how many numba threads the parallel kernels launched from the calling
   thread use (clamped to 1 … ``NUMBA_NUM_THREADS``); ``using_threads(count)`` for one block.
 """
