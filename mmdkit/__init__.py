@@ -32,13 +32,15 @@ def save(obj, path):
 
 
 def view(model, motion=None, *, camera=None, audio=None, physics: bool = True, host: str = "127.0.0.1",
-         port: int = 0, open_browser: bool = False, viewer=None, notes: dict | None = None):
+         port: int = 0, open_browser: bool = False, viewer=None, notes: dict | None = None, cache: bool = False):
     """Serve an interactive viewer of ``model`` (a Model or a path) playing ``motion`` (Motion, Pose,
     path or None) with its physics: timeline, orbit camera or ``camera`` (camera VMD), physics /
     bones / rigid bodies / hit-box toggles, ``audio`` (a song) in sync. Returns a ``Viewer`` (its
     ``url``, ``stop()``); as a notebook cell's value it shows the page inline. ``port`` 0: a free
     one; ``viewer``: one already started (``mmdkit.viewer.start``) to show this model. The page
-    loads the model as a GLB from mmdkit's exporter and streams the pose per frame."""
+    loads the model as a GLB from mmdkit's exporter and streams the pose per frame; ``cache``:
+    keep that GLB on disk for the next time (``mmdkit.viewer.cache``; only for a model as read
+    from its file, unchanged)."""
     import os
     import tempfile
     import time
@@ -46,8 +48,9 @@ def view(model, motion=None, *, camera=None, audio=None, physics: bool = True, h
 
     from mmdkit.export.gltf import write_gltf
     from mmdkit.export.gltf.animation import camera_pose
-    from mmdkit.importers.scene import Space
+    from mmdkit.importers.scene import MMD_UNITS_PER_METRE, Space
     from mmdkit.viewer import num_frames, start
+    from mmdkit.viewer.cache import cached_glb, glb_cache_key, store_glb
 
     viewer = start(host, port) if viewer is None else viewer
     if open_browser:
@@ -59,12 +62,17 @@ def view(model, motion=None, *, camera=None, audio=None, physics: bool = True, h
         timings = notes.setdefault("timings", {})
         timings.setdefault("load", 1e3 * (time.perf_counter() - t0))
         t0 = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="mmdkit-view-") as tmp:
-            path = os.path.join(tmp, "model.glb")
-            scale = write_gltf(model, None, path, warn=lambda message: None)["scale"]
-            with open(path, "rb") as f:
-                glb = f.read()
-        timings["GLB export"] = 1e3 * (time.perf_counter() - t0)
+        key = glb_cache_key(model.source_path) if cache else None
+        glb, scale = cached_glb(key), 1.0 / MMD_UNITS_PER_METRE  # the exporter's default scale
+        label = "GLB (cached)" if glb is not None else "GLB export"
+        if glb is None:
+            with tempfile.TemporaryDirectory(prefix="mmdkit-view-") as tmp:
+                path = os.path.join(tmp, "model.glb")
+                write_gltf(model, None, path, scale=scale, warn=lambda message: None)
+                with open(path, "rb") as f:
+                    glb = f.read()
+            store_glb(key, glb)
+        timings[label] = 1e3 * (time.perf_counter() - t0)
         frames = num_frames(motion, camera)
         track = None
         if camera is not None:

@@ -8,12 +8,15 @@ generous (a loaded 2-core machine renders a frame in software in ~0.2 s); nothin
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import sys
 import time
 import urllib.request
@@ -35,17 +38,21 @@ from mmdkit.export.gltf.animation import camera_pose
 from mmdkit.importers.scene import Space, quaternions_from_rotations
 from mmdkit.physics import physics_for
 from mmdkit.runtime import pose
+from mmdkit.viewer.cache import cached_glb, glb_cache_key, store_glb
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 BACKGROUND = np.array([0xE8, 0xEB, 0xF0])  # the page's clear colour (viewer.js)
 HAIR = "髪"  # Gene's hair bones: 前髪…, 右横髪…, 後髪…
 SCRUB = 240  # a frame mid-dance, hair swinging
+CACHE = tempfile.mkdtemp(prefix="mmdkit-test-viewer-cache-")
+atexit.register(shutil.rmtree, CACHE, True)
 
 
 def _start(args, timeout=180.0):
     """(process, url): `mmdkit view ARGS --no-browser` started, its URL read from stdout."""
+    env = dict(os.environ, MMDKIT_CACHE=CACHE)  # the GLB cache of these tests, not the user's
     proc = subprocess.Popen([sys.executable, "-m", "mmdkit", "view", *args, "--no-browser", "-q"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     line = proc.stdout.readline()  # blocks until the URL (or EOF when it failed)
     m = re.search(r"http://\S+/", line)
     if not m:
@@ -324,3 +331,18 @@ def test_bad_arguments_are_one_line_before_serving(args, flag, tmp_path, capsys)
     out = capsys.readouterr()
     assert done.value.code == 2 and "http://" not in out.out  # refused before a server started
     assert out.err.strip().count("\n") == 0 and out.err.startswith(f"mmdkit: error: {flag}")
+
+
+def test_glb_cache_follows_the_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("MMDKIT_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "m.pmx").write_bytes(b"model")
+    (folder / "tex.png").write_bytes(b"texture")
+    key = glb_cache_key(folder / "m.pmx")
+    assert cached_glb(key) is None
+    store_glb(key, b"glTF...")
+    assert cached_glb(key) == b"glTF..." and glb_cache_key(folder / "m.pmx") == key
+    (folder / "tex.png").write_bytes(b"another texture")  # a texture beside the model changed
+    assert glb_cache_key(folder / "m.pmx") != key
+    assert glb_cache_key(None) is None and cached_glb(None) is None

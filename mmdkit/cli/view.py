@@ -92,7 +92,7 @@ def command(model_path, motion_path, clip, camera_path, audio_path, port, host, 
             model, motion, camera = _inputs(demo, model_path, motion_path, clip, camera_path)
             load_ms = 1e3 * (time.perf_counter() - t0)
             mmdkit.view(model, motion, camera=camera, audio=audio_path, physics=physics, viewer=viewer,
-                        notes={"timings": {"load": load_ms}})
+                        notes={"timings": {"load": load_ms}}, cache=True)
         viewer.wait()
     finally:
         viewer.stop()
