@@ -16,6 +16,7 @@ register_reader(".vpd", "mmdkit.formats.vpd:read_vpd", "pose")
 # imported characters (layer 3 beside formats; named by string, so formats never imports importers)
 register_reader(".glb", "mmdkit.importers.gltf:read_gltf_model", "model")
 register_reader(".gltf", "mmdkit.importers.gltf:read_gltf_model", "model")
+register_reader(".vrm", "mmdkit.importers.gltf:read_gltf_model", "model")  # VRM 0.x/1.0: GLB + humanoid
 # through the system Assimp (the C++ bridge of mmdkit.importers.assimp)
 ASSIMP_EXTENSIONS = (".fbx", ".x", ".dae", ".bvh", ".obj", ".3ds", ".ms3d", ".b3d", ".smd", ".md5mesh", ".iqm",
                      ".ply", ".stl", ".off", ".lwo", ".ase", ".ac", ".md2", ".md3", ".mdl", ".ogex", ".3mf")

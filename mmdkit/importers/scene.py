@@ -214,6 +214,7 @@ def build_skeleton(scene) -> Skeleton:
     binds = _joint_binds(scene, inside)
     is_bone = inside & (scene.node_mesh >= 0) & (scene.node_skin < 0)
     is_bone[list(binds)] = True
+    is_bone[[n for n in _humanoid(scene)[1].values() if inside[n]]] = True  # VRM humanoid nodes: bones
     bone_node = np.array([i for i in scene.node_order if is_bone[i]], np.int32)
     node_bone = np.full(scene.num_nodes, -1, np.int32)
     node_bone[bone_node] = np.arange(len(bone_node), dtype=np.int32)
@@ -239,6 +240,12 @@ def build_skeleton(scene) -> Skeleton:
     return Skeleton(bone_node=bone_node, node_bone=node_bone, bone_parent=parent, bone_bind=bind,
                     bone_rotation=polar_rotations(bind[:, :3, :3]), bone_position=bind[:, :3, 3].copy(),
                     bone_name=names)
+
+
+def _humanoid(scene) -> tuple[str, dict[str, int]]:
+    """(VRM version, {humanoid bone: node}) of a scene read from a VRM file, else ('', {})."""
+    h = getattr(scene, "humanoid", None)
+    return h if isinstance(h, tuple) and len(h) == 2 else ("", {})
 
 
 def _add_bones(mb: ModelBuilder, sk: Skeleton, space: Space) -> None:
@@ -270,9 +277,12 @@ def import_scene(scene, *, unit_scale: float = MMD_UNITS_PER_METRE, flip_z: bool
     f = mb.fields()
     names = clip_names(scene)
     joints = {int(j) for s in scene.skins for j in s.joint_node}
-    f.update(source_format=source_format, source_path=scene.path, warnings=tuple(warnings),
-             source_extras={"embedded_textures": textures, "clips": names,
-                            "skin_joints": sum(int(n) in joints for n in sk.bone_node), "import_losses": losses})
+    extras = {"embedded_textures": textures, "clips": names,
+              "skin_joints": sum(int(n) in joints for n in sk.bone_node), "import_losses": losses}
+    version, humanoid = _humanoid(scene)
+    if version:  # {humanoid bone as the file names it: model bone}, for mmdkit.retarget
+        extras["vrm_humanoid"] = {"version": version, "bones": {k: int(sk.node_bone[n]) for k, n in humanoid.items()}}
+    f.update(source_format=source_format, source_path=scene.path, warnings=tuple(warnings), source_extras=extras)
     model = build_model(f)
     clips = _CLIPS[model] = Clips(scene, sk, space, model.morph_name)
     return model, clips

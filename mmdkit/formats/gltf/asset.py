@@ -138,6 +138,8 @@ class GltfAsset:
     weights (K,) float32 or None (then the mesh's apply).
     scene_root: per scene the (R,) int32 root nodes; scene: the default scene or -1.
     source_bytes: size of the file plus its buffers' (bounds what importing may expand to).
+    humanoid: (VRM version '0.x'/'1.0' or '', {humanoid bone name: node}) from the VRM extension
+    (``formats.gltf.vrm``); its nodes become bones on import, for ``mmdkit.retarget``.
     """
 
     path: str
@@ -162,6 +164,7 @@ class GltfAsset:
     animations: tuple[GltfAnimation, ...]
     warnings: tuple[str, ...] = ()
     source_bytes: int = 0
+    humanoid: tuple = ("", {})
 
     @property
     def num_nodes(self) -> int:

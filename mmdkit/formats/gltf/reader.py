@@ -21,6 +21,7 @@ from mmdkit.formats.gltf.container import (GLB_MAGIC, parse_json, read_buffers, 
 from mmdkit.formats.gltf.jsonpath import Obj
 from mmdkit.formats.gltf.mesh import read_mesh
 from mmdkit.formats.gltf.scene import MAX_VALUE, read_nodes
+from mmdkit.formats.gltf.vrm import vrm_humanoid
 
 ALPHA_MODES = ("OPAQUE", "MASK", "BLEND")
 COMPRESSED = ("KHR_draco_mesh_compression", "EXT_meshopt_compression", "KHR_meshopt_compression")
@@ -138,9 +139,11 @@ def read_gltf(data: bytes, path: str = "", *, base_dir: str | None = None) -> Gl
         if w is not None and len(w) != node_targets[i]:
             raise root.error(f"nodes[{i}].weights", f"has {len(w)} weights, its mesh {node_targets[i]} targets")
     animations = tuple(read_animation(o, acc, node_targets, warnings) for o in root.objs("animations"))
+    humanoid = vrm_humanoid(root.d, n_nodes, warnings)
     return GltfAsset(path=path, **nodes, meshes=meshes, skins=skins, materials=materials,
                      images=images, animations=animations, warnings=tuple(warnings),
-                     source_bytes=len(view) + sum(len(b) for b in buffers))
+                     source_bytes=len(view) + sum(len(b) for b in buffers),
+                     humanoid=humanoid)
 
 
 def load_gltf(path) -> GltfAsset:
