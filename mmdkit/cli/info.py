@@ -5,7 +5,9 @@ for a motion or pose optionally the model it is meant for. Out: a readable summa
 (``--json``) one JSON object with ``format``, ``version``, ``encoding``, the counts as top-level
 keys, ``names`` and ``warnings``; for a model also ``missing_textures`` (stored paths with no file
 in the model's folder) and, where it carries clips, ``clip_seconds`` (name → duration); with
-``--model``, ``binding`` (tracks bound and every unbound bone and morph name).
+``--model``, ``binding`` (tracks bound and every unbound bone and morph name); with ``--humanoid``
+(or ``--humanoid-map MAP.json``, a user's {humanoid bone: model bone} table), ``humanoid``: the
+model's VRM humanoid map (``mmdkit.retarget``: bone, confidence, source; what is missing).
 """
 
 from __future__ import annotations
@@ -113,7 +115,8 @@ def _human(path: str, d: dict) -> str:
     lines = [title]
     if n.get("model") or n.get("model_en"):
         lines.append(f"  name       {n.get('model', '')}" + (f" / {n['model_en']}" if n.get("model_en") else ""))
-    skip = {"format", "version", "encoding", "names", "warnings", "missing_textures", "clip_seconds", "binding"}
+    skip = {"format", "version", "encoding", "names", "warnings", "missing_textures", "clip_seconds", "binding",
+            "humanoid", "humanoid_lines"}
     for k, v in d.items():
         if k not in skip:
             lines.append(f"  {k.replace('_', ' '):<14} {v:,}" if isinstance(v, int) else f"  {k:<14} {v}")
@@ -131,12 +134,23 @@ def _human(path: str, d: dict) -> str:
         for key in ("unbound_bones", "unbound_morphs"):
             if b[key]:
                 lines.append(f"  {key.replace('_', ' ')} ({len(b[key])}): {', '.join(b[key])}")
+    if d.get("humanoid_lines"):
+        lines += d["humanoid_lines"]
     for w in d["warnings"]:
         lines.append(f"  warning: {w}")
     folder = Path(path).resolve().parent
     for t in d.get("missing_textures", ()):
         lines.append(f"  warning: texture '{t}' not found in {folder}")
     return "\n".join(lines)
+
+
+def _humanoid(model, override_path, d: dict) -> None:
+    """d['humanoid'] (JSON) and d['humanoid_lines'] (text) of ``model``'s humanoid map."""
+    from mmdkit.retarget import humanoid_lines, humanoid_map, read_override
+
+    override = read_override(override_path) if override_path else None
+    hmap = humanoid_map(model, override, override_path or "")
+    d["humanoid"], d["humanoid_lines"] = hmap.to_json(), humanoid_lines(hmap)
 
 
 def _formats() -> str:
@@ -157,8 +171,12 @@ With --model, a motion or pose also says which of its tracks MODEL lacks (every 
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
               help="For a motion or pose FILE: the model to bind it to; lists every track the model lacks.")
+@click.option("--humanoid", is_flag=True, help="For a model: its humanoid map (VRM 1.0 bone -> model bone, "
+              "confidence, source) and the humanoid bones it lacks, required ones first (docs/retarget.md).")
+@click.option("--humanoid-map", "humanoid_path", type=click.Path(dir_okay=False), default=None,
+              help='With --humanoid: a JSON file {"leftUpperArm": "bone name", ...} overriding entries.')
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
-def command(file, model_path, as_json):
+def command(file, model_path, humanoid, humanoid_path, as_json):
     from mmdkit.errors import OptionError
     from mmdkit.formats.io import load
     from mmdkit.model.model import Model
@@ -169,12 +187,17 @@ def command(file, model_path, as_json):
         d["missing_textures"] = missing_textures(obj)
         if model_path:
             raise OptionError("--model", f"binds a motion or pose to a model; {file} is a model itself")
+        if humanoid or humanoid_path:
+            _humanoid(obj, humanoid_path, d)
+    elif humanoid or humanoid_path:
+        raise OptionError("--humanoid", f"maps a model's bones; {file} is not a model")
     elif model_path:
         model = load(model_path)
         if not isinstance(model, Model):
             raise OptionError("--model", f"{model_path} is a {type(model).__name__}, expected a model")
         d["binding"] = dict(model=model_path, **binding(model, obj))
     if as_json:
+        d.pop("humanoid_lines", None)
         click.echo(json.dumps(d, ensure_ascii=False))
     else:
         click.echo(_human(file, d))
