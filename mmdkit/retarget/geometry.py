@@ -10,7 +10,8 @@ Rules (model space: +y up; the character's left is +x — MMD files and the impo
 alike, checked on Gene, CesiumMan, RobotExpressive and the CMU BVH):
 - joints: bones that rotate, are not IK, fixed-axis (twist) or append followers (D bones, 腕捩連),
   and deform something (a weighted vertex in their subtree, a weighted follower counting for the
-  bone it follows) — helper bones such as 足IK親 or tip bones drop out; meshless skeletons keep all;
+  bone it follows; without a mesh, a leaf in their subtree that is not an IK bone or below one) —
+  helper bones such as 足IK親 drop out;
 - legs: the lowest joint on each side; hips = their lowest common ancestor; each path down is
   upperLeg (first joint off the hips), foot (last joint above 3% of the height), toes (the next),
   lowerLeg (the joint between nearest mid-height);
@@ -39,17 +40,26 @@ def joint_bones(model, tree=None) -> np.ndarray:
     ratio = np.asarray(model.bone_append_ratio, np.float64)
     follower = (append >= 0) & ((flags & BONE_APPEND_ROTATION) != 0) & (ratio != 0)
     ok = ((flags & BONE_ROTATABLE) != 0) & ((flags & (BONE_IK | BONE_FIXED_AXIS)) == 0) & ~follower
+    tree = tree or _Tree(parent)
     if model.num_vertices:
         w = np.asarray(model.vertex_bone_weight) > 0
         idx = np.asarray(model.vertex_bone_index)[w]
         weighted = np.bincount(idx[(idx >= 0) & (idx < B)], minlength=B)[:B] > 0
         lead = append[follower & weighted]
         weighted[lead[lead >= 0]] = True
-        for b in reversed((tree or _Tree(parent)).order):  # children before parents
-            p = parent[b]
-            if weighted[b] and p >= 0:
-                weighted[p] = True
-        ok &= weighted
+    else:  # no mesh: the leaves that are not IK bones or below one stand for weighted bones
+        in_ik = (flags & BONE_IK) != 0
+        for b in tree.order:
+            if parent[b] >= 0 and in_ik[parent[b]]:
+                in_ik[b] = True
+        leaf = np.ones(B, bool)
+        leaf[parent[parent >= 0]] = False
+        weighted = leaf & ~in_ik
+    for b in reversed(tree.order):  # children before parents
+        p = parent[b]
+        if weighted[b] and p >= 0:
+            weighted[p] = True
+    ok &= weighted
     return ok
 
 
