@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from mmdkit.errors import FormatError
@@ -164,3 +163,17 @@ def test_name_schemes(name, label):
 
     m = label_name(name)
     assert (m.label if m else None) == label
+
+
+def test_vrm_extension_read_safely():
+    from mmdkit.formats.gltf.vrm import vrm_humanoid
+
+    warnings = []
+    v0 = {"extensions": {"VRM": {"humanoid": {"humanBones": [{"bone": "hips", "node": 1}, {"bone": "spine", "node": 99},
+                                                             {"bone": 3, "node": 2}, "junk"]}}}}
+    assert vrm_humanoid(v0, 5, warnings) == ("0.x", {"hips": 1}) and "2 bone entries" in warnings[0]
+    v1 = {"extensions": {"VRMC_vrm": {"humanoid": {"humanBones": {"hips": {"node": 0}, "head": {"node": True}}}},
+                         "VRM": {"humanoid": {"humanBones": [{"bone": "hips", "node": 3}]}}}}
+    assert vrm_humanoid(v1, 5) == ("1.0", {"hips": 0})  # 1.0 wins; a bool is not a node
+    assert vrm_humanoid({"extensions": {"VRM": []}}, 5) == ("", {})
+    assert vrm_humanoid({"extensions": {"VRMC_vrm": {"humanoid": {"humanBones": []}}}}, 5) == ("1.0", {})

@@ -36,12 +36,11 @@ _FINGER_JP = {"親指": "Thumb", "人指": "Index", "人差指": "Index", "中�
 _JOINTS = {"Thumb": ("Metacarpal", "Proximal", "Distal")}
 
 
-def _finger(finger: str, n: int, zero_based: bool) -> str | None:
-    """'Thumb', 1 → 'ThumbMetacarpal' (1-based, Mixamo/Unreal) or 'ThumbProximal' (0-based, MMD 親指０..２)."""
+def _finger(finger: str, n: int, mmd: bool) -> str | None:
+    """'Thumb', 1 → 'ThumbMetacarpal' (Mixamo/Unreal count thumbs from 1) or 'ThumbProximal' (MMD
+    counts them from 親指０); other fingers count from 1 everywhere: 'Index', 1 → 'IndexProximal'."""
     joints = _JOINTS.get(finger, ("Proximal", "Intermediate", "Distal"))
-    k = n if zero_based else n - 1
-    if finger != "Thumb" and zero_based:
-        k = n - 1  # MMD 人指１..３ are 1-based
+    k = n if (finger == "Thumb" and mmd) else n - 1
     return f"{finger}{joints[k]}" if 0 <= k < 3 else None
 
 
@@ -71,7 +70,7 @@ def _mmd(name: str) -> NameMatch | None:
         return NameMatch(side + part, prio, "mmd")
     m = _FINGER_RE.match(rest)
     if m:
-        finger = _finger(_FINGER_JP[m.group(1)], int(m.group(2)), zero_based=True)
+        finger = _finger(_FINGER_JP[m.group(1)], int(m.group(2)), mmd=True)
         return NameMatch(side + finger, 2, "mmd") if finger else None
     return None
 
@@ -136,7 +135,7 @@ def _generic(name: str) -> NameMatch | None:
     if key in _GENERIC_FINGER:
         if side is None:
             return None
-        finger = _finger(_GENERIC_FINGER[key], number or 1, zero_based=False)
+        finger = _finger(_GENERIC_FINGER[key], number or 1, mmd=False)
         return NameMatch(side + finger, 2, "generic") if finger else None
     if key not in _GENERIC:
         return None
