@@ -25,14 +25,22 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
 
-def _browser(size: str, gpu: bool):
+GL_FLAGS = {
+    "swiftshader": ["--use-angle=swiftshader", "--enable-unsafe-swiftshader"],
+    "llvmpipe": ["--use-gl=angle", "--use-angle=gl-egl", "--ignore-gpu-blocklist", "--enable-unsafe-swiftshader"],
+    "llvmpipe-gl": ["--use-gl=angle", "--use-angle=gl", "--ignore-gpu-blocklist"],
+    "gpu": [],
+}
+"""Chromium flags per WebGL backend: SwiftShader (Chromium's own software GL), Mesa's llvmpipe through
+ANGLE's OpenGL back end (EGL or GLX), or whatever the browser picks (a GPU)."""
+
+
+def _browser(size: str, gl: str):
     opts = webdriver.ChromeOptions()
     opts.binary_location = "/usr/bin/chromium"
-    for a in ["--headless=new", "--no-sandbox", f"--window-size={size.replace('x', ',')}", "--mute-audio"]:
+    for a in ["--headless=new", "--no-sandbox", f"--window-size={size.replace('x', ',')}", "--mute-audio",
+              *GL_FLAGS[gl]]:
         opts.add_argument(a)
-    if not gpu:
-        opts.add_argument("--use-angle=swiftshader")
-        opts.add_argument("--enable-unsafe-swiftshader")
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
 
 
@@ -47,9 +55,11 @@ def _poll(driver, script: str, timeout: float = 300.0) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="1280x720")
-    ap.add_argument("--gpu", action="store_true", help="let Chromium use the GPU (default: SwiftShader)")
+    ap.add_argument("--gl", default="swiftshader", choices=sorted(GL_FLAGS), help="Chromium's WebGL backend")
+    ap.add_argument("--page", default="", help="query string for the page, e.g. aa=0")
+    ap.add_argument("--seconds", type=float, default=12.0, help="playback measured")
     args = ap.parse_args()
-    driver = _browser(args.size, args.gpu)
+    driver = _browser(args.size, args.gl)
     driver.get("about:blank")
     print("load average", [round(x, 1) for x in os.getloadavg()])
     t0 = time.time()
@@ -58,11 +68,12 @@ def main() -> None:
     try:
         url = re.search(r"http://\S+/", proc.stdout.readline()).group(0)
         t_url = time.time()
-        driver.get(url)
+        driver.get(url + ("?" + args.page if args.page else ""))
         _poll(driver, "window.__mmdkit && window.__mmdkit.ready()")
         first = driver.execute_script("return performance.timeOrigin + __mmdkit.firstFrameMs()") / 1000
         print(f"URL printed {t_url - t0:.2f} s; first posed frame drawn {first - t0:.2f} s after the command")
         marks = driver.execute_script("return __mmdkit.marks()")
+        print("WebGL renderer:", driver.execute_script("return __mmdkit.glRenderer"))
         print("page marks, ms after the page opened:", {k: round(v) for k, v in marks.items()},
               "shader programs", driver.execute_script("return __mmdkit.three.renderer.info.programs.length"))
         end = time.monotonic() + 300
@@ -72,11 +83,11 @@ def main() -> None:
                 break
             time.sleep(0.5)
         print(f"bake: {state['bake_seconds']:.1f} s;", {k: round(v, 3) for k, v in state["stage_ms"].items()})
-        driver.execute_script("__mmdkit.seek(600); __mmdkit.play()")
-        time.sleep(12)
+        driver.execute_script("__mmdkit.seek(600); __mmdkit.play(); __mmdkit.resetTimes()")
+        time.sleep(args.seconds)
         driver.execute_script("__mmdkit.pause()")
-        ft = driver.execute_script("return __mmdkit.frameTimes()")[-300:]
-        pt = driver.execute_script("return __mmdkit.poseTimes()")[-300:]
+        ft = driver.execute_script("return __mmdkit.frameTimes()")
+        pt = driver.execute_script("return __mmdkit.poseTimes()")
         print(f"{args.size} frame ms: n={len(ft)} mean {statistics.mean(ft):.1f} median {statistics.median(ft):.1f} "
               f"p95 {statistics.quantiles(ft, n=20)[-1]:.1f} ({1000 / statistics.mean(ft):.1f} fps); "
               f"page posing ms mean {statistics.mean(pt):.2f} max {max(pt):.2f}")

@@ -26,8 +26,9 @@ from mmdkit.errors import MmdkitError, OptionError
 #: interpreter's last full collection would walk it once more for nothing (~0.1 s).
 GC_THRESHOLD = 200_000
 
-#: subcommands that run numba kernels (``main`` imports numba for them without its BLAS probe)
-NUMBA_COMMANDS = frozenset({"pose", "bench", "render", "export", "batch", "view"})
+#: subcommands that run numba kernels (``main`` imports numba for them without its BLAS probe;
+#: ``view`` does it itself, once its page is served)
+NUMBA_COMMANDS = frozenset({"pose", "bench", "render", "export", "batch"})
 
 # name -> (module, one-line help shown by `mmdkit --help`)
 SUBCOMMANDS = {

@@ -13,6 +13,7 @@ import time
 
 import click
 
+from mmdkit.cli import import_numba_without_blas_probe
 from mmdkit.cli._common import CLIP_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, load_model_motion
 from mmdkit.errors import OptionError
 from mmdkit.viewer import read_audio
@@ -51,6 +52,17 @@ def _inputs(demo, model_path, motion_path, clip, camera_path):
     return model, motion, camera
 
 
+def _early_glb(viewer, demo, model_path) -> None:
+    """Hand the page the model's cached GLB (if any) before numba and the model load (~1 s): the
+    browser parses it meanwhile. The cache key is the one ``mmdkit.view(..., cache=True)`` uses."""
+    from mmdkit.demo import demo_paths
+    from mmdkit.viewer.cache import cached_glb, glb_cache_key
+
+    glb = cached_glb(glb_cache_key(demo_paths()[0] if demo else model_path))
+    if glb is not None:
+        viewer.server.show_glb(glb)
+
+
 @click.command("view")
 @click.argument("model_path", metavar="MODEL", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.argument("motion_path", metavar="[MOTION]", required=False, type=click.Path(exists=True, dir_okay=False))
@@ -78,16 +90,19 @@ def command(model_path, motion_path, clip, camera_path, audio_path, port, host, 
     """
     import webbrowser
 
-    import mmdkit
     from mmdkit.viewer import start
 
     _check(demo, model_path, audio_path)
-    viewer = start(host, port)  # serving the page at once: the browser starts while the model loads
+    viewer = start(host, port)  # serving the page before numba loads: the browser starts meanwhile
     try:
         click.echo(f"mmdkit view: {viewer.url}  (Ctrl-C stops)")
         if browser:
             webbrowser.open(viewer.url)
         t0 = time.perf_counter()
+        _early_glb(viewer, demo, model_path)
+        import_numba_without_blas_probe()
+        import mmdkit
+
         with compile_note(quiet):
             model, motion, camera = _inputs(demo, model_path, motion_path, clip, camera_path)
             load_ms = 1e3 * (time.perf_counter() - t0)

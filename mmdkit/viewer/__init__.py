@@ -16,14 +16,12 @@ import os
 import threading
 import time
 
-from mmdkit.animation.binding import bind_motion
 from mmdkit.animation.motion import Motion, Pose
-from mmdkit.animation.vpd import motion_from_pose
 from mmdkit.errors import OptionError
-from mmdkit.physics import physics_for
-from mmdkit.viewer.frames import FrameStore
-from mmdkit.viewer.scene import glb_json, scene_info, skin_map
 from mmdkit.viewer.server import ViewerContent, ViewerServer
+
+# What poses and describes the model (numba kernels, Bullet) is imported when a model is shown, so
+# that ``start()`` serves the page before numba is loaded (~1 s): the browser starts meanwhile.
 
 __all__ = ["Viewer", "start", "num_frames", "binding_report", "read_audio"]
 
@@ -40,6 +38,9 @@ def num_frames(motion, camera=None) -> int:
 
 def binding_report(model, motion) -> str:
     """How the motion's tracks bound to the model (``BindingReport`` as text), or a note."""
+    from mmdkit.animation.binding import bind_motion
+    from mmdkit.animation.vpd import motion_from_pose
+
     if motion is None:
         return "no motion: the rest pose"
     return str(bind_motion(model, motion_from_pose(motion) if isinstance(motion, Pose) else motion).report())
@@ -59,6 +60,10 @@ class Viewer:
         """Serve ``model`` posed by ``motion`` (the GLB written with ``scale`` glTF units per MMD
         unit); ``camera_track`` (F, 8) float32 eye, quaternion, fov in glTF space; ``audio_path``
         a song; ``frames`` how many to play (default: the motion's)."""
+        from mmdkit.physics import physics_for
+        from mmdkit.viewer.frames import FrameStore
+        from mmdkit.viewer.scene import glb_json, scene_info, skin_map
+
         t0 = time.perf_counter()
         audio = read_audio(audio_path) if audio_path is not None else None
         joint_bone, target_morph = skin_map(model, glb_json(glb))

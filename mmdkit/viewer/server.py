@@ -83,11 +83,13 @@ class _Handler(BaseHTTPRequestHandler):
             return self._static("index.html")
         if path.startswith("/static/"):
             return self._static(path[len("/static/"):])
+        if path == "/model.glb":  # may come before the rest (``ViewerServer.show_glb``)
+            if not self.server.glb_ready.wait(CONTENT_WAIT_SECONDS):
+                return self._send(b"the model is still loading", "text/plain", 503)
+            return self._send(self.server.glb, "model/gltf-binary")
         if not self.server.ready.wait(CONTENT_WAIT_SECONDS):
             return self._send(b"the model is still loading", "text/plain", 503)
         content: ViewerContent = self.server.content
-        if path == "/model.glb":
-            return self._send(content.glb, "model/gltf-binary")
         if path == "/info.json":
             return self._json(self.server.info_json())
         if path == "/state.json":
@@ -119,7 +121,8 @@ class _Handler(BaseHTTPRequestHandler):
 class ViewerServer(ThreadingHTTPServer):
     """``ViewerServer(host, port)``: bound at once (OptionError('port') when taken); ``start()``
     serves on a daemon thread; ``show(content)`` hands over the model and starts its bake; ``url``;
-    ``stop()`` ends serving and the bake."""
+    ``show_glb(glb)``: the model's GLB alone, ahead of ``show`` (from the cache, before the model
+    is read: the page parses it meanwhile); ``stop()`` ends serving and the bake."""
 
     daemon_threads = True
     allow_reuse_address = False
@@ -127,6 +130,8 @@ class ViewerServer(ThreadingHTTPServer):
     def __init__(self, host: str = "127.0.0.1", port: int = 0):
         self.content: ViewerContent | None = None
         self.ready = threading.Event()
+        self.glb: bytes | None = None
+        self.glb_ready = threading.Event()
         try:
             super().__init__((host, int(port)), _Handler)
         except OSError as e:
@@ -160,7 +165,12 @@ class ViewerServer(ThreadingHTTPServer):
             self.content.frames.stop()
         self.content = content
         content.frames.start()
+        self.show_glb(content.glb)
         self.ready.set()
+
+    def show_glb(self, glb: bytes) -> None:
+        self.glb = glb
+        self.glb_ready.set()
 
     def stop(self) -> None:
         if self._thread.is_alive():

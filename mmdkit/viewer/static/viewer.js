@@ -8,7 +8,15 @@ import { Overlays } from '/static/overlays.js';
 
 const CHUNK = 60;                     // frames per /frames request (2 s)
 const $ = (id) => document.getElementById(id);
-const info = await (await fetch('/info.json')).json();
+// asked for at once and together: the scene info, the model, and the first two frames (so the first
+// draw is already posed; physics=1 is the page's starting setting, the server answers without
+// physics for a model that has none)
+const infoAsked = fetch('/info.json').then((r) => r.json());
+const glbAsked = new GLTFLoader().loadAsync('/model.glb');
+let head = null;                      // Float32Array: frames 0 and 1 until their chunk is in
+fetch('/frames?physics=1&start=0&count=2').then((r) => r.arrayBuffer())
+  .then((buf) => { head = new Float32Array(buf); }).catch(() => {});
+const info = await infoAsked;
 const F = info.num_frames, B = info.bone_name.length, STRIDE = info.stride, FPS = info.fps;
 const scale = info.notes.scale || 0.08;
 $('title').textContent = info.name || 'mmdkit viewer';
@@ -23,17 +31,25 @@ const view = $('view');
 // multisampling unless the browser draws in software (SwiftShader, llvmpipe: it would cost most of
 // the frame); ?aa=1 / ?aa=0 decide
 const params = new URLSearchParams(location.search);
-const software = softwareGL();
+const glRenderer = rendererName();
+const software = /swiftshader|llvmpipe|softpipe|software/i.test(glRenderer);
 const antialias = params.has('aa') ? params.get('aa') !== '0' : !software;
-const renderer = new THREE.WebGLRenderer({ antialias, preserveDrawingBuffer: true });
-renderer.setPixelRatio(software ? 1 : window.devicePixelRatio);
-function softwareGL() {
+// ?res=0.5: the drawing buffer at half the window's pixels, upscaled by the browser (software GL
+// default: see RES_SOFTWARE); ?mat=toon|lambert|basic: the character's material
+const RES_SOFTWARE = 0.5;
+const res = params.has('res') ? Math.min(Math.max(parseFloat(params.get('res')) || 1, 0.25), 2)
+  : (software ? RES_SOFTWARE : 1);
+const materialKind = params.get('mat') || 'toon';
+const renderer = new THREE.WebGLRenderer({ antialias, preserveDrawingBuffer: params.get('pdb') === '1',
+                                           powerPreference: 'high-performance' });
+renderer.setPixelRatio((software ? 1 : window.devicePixelRatio) * res);
+function rendererName() {  // the WebGL renderer's name (SwiftShader, llvmpipe, a GPU's)
   const gl = document.createElement('canvas').getContext('webgl2');
-  if (!gl) return false;
+  if (!gl) return '';
   const ext = gl.getExtension('WEBGL_debug_renderer_info');
   const name = ext ? gl.getParameter(ext.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER);
   gl.getExtension('WEBGL_lose_context')?.loseContext();
-  return /swiftshader|llvmpipe|software/i.test(name);
+  return String(name);
 }
 view.appendChild(renderer.domElement);
 const scene = new THREE.Scene();
@@ -44,7 +60,7 @@ sun.position.set(-1, 3, 2);
 scene.add(sun);
 const floor = new THREE.Group();
 const floorPlane = new THREE.Mesh(new THREE.CircleGeometry(10, 64),
-                                  new THREE.MeshLambertMaterial({ color: 0xc9ced8 }));
+                                  new (software ? THREE.MeshBasicMaterial : THREE.MeshLambertMaterial)({ color: 0xc9ced8 }));
 floorPlane.rotation.x = -Math.PI / 2;
 floor.add(floorPlane);
 const grid = new THREE.GridHelper(20, 40, 0x9aa1ad, 0xb4bac4);
@@ -64,7 +80,7 @@ window.addEventListener('resize', resize);
 resize();
 
 // --- the character -------------------------------------------------------------------------------
-const gltf = await new GLTFLoader().loadAsync('/model.glb');
+const gltf = await glbAsked;
 const glbLoadedMs = performance.now();
 scene.add(gltf.scene);
 const meshes = [];
@@ -98,7 +114,8 @@ function frameCharacter(box) {
 function toon(m) {
   if (Array.isArray(m)) return m.map(toon);
   if (m.map && software) { m.map.generateMipmaps = false; m.map.minFilter = THREE.LinearFilter; }  // no mip chains to build in software
-  const t = new THREE.MeshToonMaterial({ color: m.color, map: m.map, transparent: m.transparent, opacity: m.opacity,
+  const Material = { toon: THREE.MeshToonMaterial, lambert: THREE.MeshLambertMaterial, basic: THREE.MeshBasicMaterial }[materialKind] || THREE.MeshToonMaterial;
+  const t = new Material({ color: m.color, map: m.map, transparent: m.transparent, opacity: m.opacity,
                                          alphaTest: m.alphaTest, side: m.side, name: m.name });
   m.dispose();
   return t;
@@ -188,12 +205,16 @@ function want(phys, c) {
       const expect = Math.min(CHUNK, F - c * CHUNK) * STRIDE;
       if (rows.length === expect) chunks.set(key, rows); else chunks.delete(key);  // not baked yet: ask again
       if (marks.frames === undefined && rows.length === expect) marks.frames = performance.now();
+      if (c === 0 && rows.length === expect) head = null;
     })
     .catch(() => chunks.delete(key));
 }
 function row(phys, f) {
   const c = Math.floor(f / CHUNK), data = chunks.get(chunkKey(phys, c));
-  if (!(data instanceof Float32Array)) return null;
+  if (!(data instanceof Float32Array)) {
+    const inHead = head && (phys || !info.has_physics) && (f + 1) * STRIDE <= head.length;
+    return inHead ? head.subarray(f * STRIDE, (f + 1) * STRIDE) : null;
+  }
   const r = f - c * CHUNK;
   return data.subarray(r * STRIDE, (r + 1) * STRIDE);
 }
@@ -246,7 +267,7 @@ function stopAudio() { if (source) { source.stop(); source.disconnect(); source 
 
 // --- playback state ------------------------------------------------------------------------------------
 let time = 0, playing = false, physics = $('physics').checked, shown = -1, shownPhysics = physics;
-let firstFrameMs = null, last = null;
+let firstFrameMs = null, last = null, panelShown = -1e9;
 const frameTimes = [], poseTimes = [];  // ms between frames; ms of posing (bones, morphs, overlays)
 function setPlaying(p) {
   playing = p;
@@ -293,8 +314,11 @@ function tick(now) {
   }
   if (cameraTrack && $('follow').checked) { controls.enabled = false; followCamera(f); }
   else { controls.enabled = true; controls.update(); }
-  $('frame').textContent = f.toFixed(1);
-  if (document.activeElement !== $('timeline')) $('timeline').value = f;
+  if ((now - panelShown > 100 || !playing) && $('frame').textContent !== f.toFixed(1)) {  // the panel at 10 Hz while playing: each update repaints it
+    panelShown = now;
+    $('frame').textContent = f.toFixed(1);
+    if (document.activeElement !== $('timeline')) $('timeline').value = f;
+  }
   if (firstFrameMs === null && shown >= 0) marks.render = performance.now();
   renderer.render(scene, camera);
   if (marks.rendered === undefined) marks.rendered = performance.now();
@@ -342,6 +366,7 @@ window.__mmdkit = {
   setPhysics: (p) => { $('physics').checked = p; physics = p; },
   show: (id, on) => { $(id).checked = on; overlays.show(id, on); },
   frameTimes: () => frameTimes.slice(),
+  resetTimes: () => { frameTimes.length = 0; poseTimes.length = 0; },
   poseTimes: () => poseTimes.slice(),
   marks: () => marks,
   // morph weights the meshes show now: {model morph index: weight}
@@ -350,6 +375,7 @@ window.__mmdkit = {
   audio: () => ({ decoded: audio !== null, duration: audio ? audio.buffer.duration : 0,
                   clock: playing && audio && audioPlaying() ? 'audio' : 'page' }),
   antialias,
+  glRenderer,
   three: { THREE, renderer, scene, camera, character: gltf.scene, floor },
   // the rendered skeleton's joints: world position and rotation (x y z w), MMD space (units, z flipped back)
   bonePositions: () => joints.map((bone, j) => {
