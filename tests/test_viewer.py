@@ -346,3 +346,21 @@ def test_glb_cache_follows_the_files(tmp_path, monkeypatch):
     (folder / "tex.png").write_bytes(b"another texture")  # a texture beside the model changed
     assert glb_cache_key(folder / "m.pmx") != key
     assert glb_cache_key(None) is None and cached_glb(None) is None
+
+
+def test_software_gl_draws_half_size_upscaled(page):
+    # SwiftShader: the drawing buffer has half the canvas's CSS pixels (the browser upscales it)
+    assert re.search("swiftshader", page.execute_script("return __mmdkit.glRenderer"), re.I)
+    css_w, buf_w, css_h, buf_h = page.execute_script(
+        "const c = __mmdkit.three.renderer.domElement; return [c.clientWidth, c.width, c.clientHeight, c.height]")
+    assert css_w > 100 and abs(buf_w - css_w / 2) <= 1 and abs(buf_h - css_h / 2) <= 1
+
+
+def test_the_page_is_served_before_numba_and_the_glb_before_the_model():
+    # start() serves at once (nothing of numba loaded yet); show_glb hands out the GLB alone
+    code = ("import sys, urllib.request; from mmdkit.viewer import start; v = start(); "
+            "v.server.show_glb(b'glTF-bytes'); "
+            "page = urllib.request.urlopen(v.url).read(); glb = urllib.request.urlopen(v.url + 'model.glb').read(); "
+            "print('numba' in sys.modules, b'viewer.js' in page, glb); v.stop()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["False", "True", "b'glTF-bytes'"], out.stderr

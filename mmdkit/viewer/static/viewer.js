@@ -14,9 +14,12 @@ const $ = (id) => document.getElementById(id);
 const infoAsked = fetch('/info.json').then((r) => r.json());
 const glbAsked = new GLTFLoader().loadAsync('/model.glb');
 let head = null;                      // Float32Array: frames 0 and 1 until their chunk is in
+const early = {};                     // ms since the page opened: info, GLB parsed, first frames in
+glbAsked.then(() => { early.glbParsed = performance.now(); });
 fetch('/frames?physics=1&start=0&count=2').then((r) => r.arrayBuffer())
-  .then((buf) => { head = new Float32Array(buf); }).catch(() => {});
+  .then((buf) => { head = new Float32Array(buf); early.head = performance.now(); }).catch(() => {});
 const info = await infoAsked;
+early.info = performance.now();
 const F = info.num_frames, B = info.bone_name.length, STRIDE = info.stride, FPS = info.fps;
 const scale = info.notes.scale || 0.08;
 $('title').textContent = info.name || 'mmdkit viewer';
@@ -96,7 +99,7 @@ frameCharacter(new THREE.Box3().setFromObject(gltf.scene));
 for (const bone of joints) { bone.matrixAutoUpdate = false; bone.matrixWorldAutoUpdate = false; }
 const targetMorph = info.target_morph;  // the model morph of each GLB morph target (-1: none)
 for (const mesh of meshes) compactMesh(mesh);
-const marks = { glb: glbLoadedMs, prepared: performance.now() };  // ms since the page opened
+const marks = Object.assign(early, { glb: glbLoadedMs, prepared: performance.now() });  // ms since the page opened
 
 // the orbit camera frames the character's rest pose: the whole height, from the front (+z in glTF)
 function frameCharacter(box) {
