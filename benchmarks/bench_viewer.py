@@ -1,12 +1,13 @@
 """`mmdkit view --demo` in headless Chromium: how soon the first posed frame is drawn, and the page's
 frame times while it plays Gene with physics.
 
-In: Debian's chromium + chromium-driver (Selenium), WebGL in software (SwiftShader) unless
---gpu. Out: seconds from the command to the URL and to the first posed frame (the page's own
-clock), the page's timing marks, the server's bake time and per-stage ms, then over 12 s of
+In: Debian's chromium + chromium-driver (Selenium), WebGL in software: SwiftShader (default) or
+Mesa's llvmpipe (--gl llvmpipe), or the GPU (--gl gpu); --page adds a query to the page's URL
+(res=1: full-size drawing buffer, pdb=1: preserveDrawingBuffer, aa=1, mat=lambert). Out: seconds from the command to the URL and to the first posed frame (the page's own
+clock), the WebGL renderer, the page's timing marks, the server's bake time and per-stage ms, then over 12 s of
 playback from frame 600 (after the bake is done) the page's frame times (mean, median, p95) and
 its own posing ms per frame. The browser is started before the command (a warm browser).
-Run: python3 benchmarks/bench_viewer.py [--size 1280x720] [--gpu]
+Run: python3 benchmarks/bench_viewer.py [--size 1280x720] [--gl swiftshader|llvmpipe|gpu] [--page res=1]
 """
 
 from __future__ import annotations
@@ -28,11 +29,10 @@ from selenium.webdriver.chrome.service import Service
 GL_FLAGS = {
     "swiftshader": ["--use-angle=swiftshader", "--enable-unsafe-swiftshader"],
     "llvmpipe": ["--use-gl=angle", "--use-angle=gl-egl", "--ignore-gpu-blocklist", "--enable-unsafe-swiftshader"],
-    "llvmpipe-gl": ["--use-gl=angle", "--use-angle=gl", "--ignore-gpu-blocklist"],
     "gpu": [],
 }
 """Chromium flags per WebGL backend: SwiftShader (Chromium's own software GL), Mesa's llvmpipe through
-ANGLE's OpenGL back end (EGL or GLX), or whatever the browser picks (a GPU)."""
+ANGLE's OpenGL back end over EGL (``--use-angle=gl`` over GLX hangs headless here), or whatever the browser picks (a GPU)."""
 
 
 def _browser(size: str, gl: str):
