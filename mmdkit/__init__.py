@@ -32,7 +32,8 @@ def save(obj, path):
 
 
 def view(model, motion=None, *, camera=None, audio=None, physics: bool = True, host: str = "127.0.0.1",
-         port: int = 0, open_browser: bool = False, viewer=None, notes: dict | None = None, cache: bool = False):
+         port: int = 0, open_browser: bool = False, viewer=None, notes: dict | None = None, cache: bool = False,
+         crowd: int = 1):
     """Serve an interactive viewer of ``model`` (a Model or a path) playing ``motion`` (Motion, Pose,
     path or None) with its physics: timeline, orbit camera or ``camera`` (camera VMD), physics /
     bones / rigid bodies / hit-box toggles, ``audio`` (a song) in sync. Returns a ``Viewer`` (its
@@ -40,7 +41,8 @@ def view(model, motion=None, *, camera=None, audio=None, physics: bool = True, h
     one; ``viewer``: one already started (``mmdkit.viewer.start``) to show this model. The page
     loads the model as a GLB from mmdkit's exporter and streams the pose per frame; ``cache``:
     keep that GLB on disk for the next time (``mmdkit.viewer.cache``; only for a model as read
-    from its file, unchanged)."""
+    from its file, unchanged); ``crowd``: that many characters, laid out as ``mmdkit render
+    --crowd`` lays them out."""
     import os
     import tempfile
     import time
@@ -81,7 +83,7 @@ def view(model, motion=None, *, camera=None, audio=None, physics: bool = True, h
             eye, rotation, fov = camera_pose(camera, np.arange(frames, dtype=np.float64), Space(scale=scale))
             track = np.concatenate([eye, rotation, fov[:, None]], 1).astype(np.float32)
         return viewer.show(model, motion, glb, scale=scale, physics=physics, camera_track=track, audio_path=audio,
-                           frames=frames, notes=notes)
+                           frames=frames, notes=notes, crowd=crowd)
     except BaseException:
         viewer.stop()
         raise

@@ -38,6 +38,7 @@ from mmdkit.export.gltf.animation import camera_pose
 from mmdkit.importers.scene import Space, quaternions_from_rotations
 from mmdkit.physics import physics_for
 from mmdkit.runtime import pose
+from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET, crowd_offsets, crowd_spacing
 from mmdkit.viewer.cache import cached_glb, glb_cache_key, store_glb
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -364,3 +365,35 @@ def test_the_page_is_served_before_numba_and_the_glb_before_the_model():
             "print('numba' in sys.modules, b'viewer.js' in page, glb); v.stop()")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["False", "True", "b'glTF-bytes'"], out.stderr
+
+
+def test_crowd_shows_n_characters_each_posed(browser):
+    # last in this module: it takes the shared browser to another server
+    proc, url = _start(["--demo", "--crowd", "3", "--no-physics"])
+    try:
+        browser.get(url)
+        _wait(browser, "window.__mmdkit && window.__mmdkit.ready()", what="the crowd's first frame")
+        skinned_roots = browser.execute_script(
+            "return __mmdkit.three.scene.children.filter((c) => { let s = false; "
+            "c.traverse((o) => { s = s || !!o.isSkinnedMesh; }); return s; }).length")
+        assert skinned_roots == 3
+        model, _ = demo_character()
+        lo, hi = model.vertex_position.min(0), model.vertex_position.max(0)
+        members = browser.execute_script("return __mmdkit.crowd()")
+        expected = crowd_offsets(3, crowd_spacing(lo, hi))  # render's layout
+        np.testing.assert_allclose([m["offset"] for m in members], expected, atol=1e-3)
+        assert [m["frames"] for m in members] == [k * CROWD_FRAME_OFFSET for k in range(3)]
+        _seek(browser, 300, False)
+        crowd_now = [_crowd_positions(browser, k) for k in range(3)]
+        for k in (1, 2):  # character k shows the pose the first one has CROWD_FRAME_OFFSET·k frames later
+            _seek(browser, 300 + int(k * CROWD_FRAME_OFFSET), False)
+            first_later = _crowd_positions(browser, 0)
+            assert np.abs(crowd_now[k] - first_later).max() < 0.02
+            assert np.abs(crowd_now[k] - crowd_now[0]).max() > 0.1  # ... not the first one's pose now
+    finally:
+        _stop(proc)
+
+
+def _crowd_positions(driver, k: int) -> np.ndarray:
+    """(J, 3) MMD-space joint positions of crowd character k, less its offset."""
+    return np.array([r["position"] for r in driver.execute_script(f"return __mmdkit.bonePositions({k})")], np.float64)

@@ -14,13 +14,16 @@ import time
 import click
 
 from mmdkit.cli import import_numba_without_blas_probe
+from mmdkit.cli.render import MAX_CROWD
 from mmdkit.cli._common import CLIP_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, load_model_motion
 from mmdkit.errors import OptionError
 from mmdkit.viewer import read_audio
 
 
-def _check(demo, model_path, audio_path) -> None:
+def _check(demo, model_path, audio_path, crowd=1) -> None:
     """OptionError for arguments that do not go together, before anything starts."""
+    if not 1 <= crowd <= MAX_CROWD:
+        raise OptionError("--crowd", f"must be from 1 to {MAX_CROWD} characters, got {crowd}")
     if demo and model_path:
         raise OptionError("--demo", f"views the built-in character; give either --demo or MODEL ({model_path})")
     if not demo and not model_path:
@@ -77,9 +80,11 @@ def _early_glb(viewer, demo, model_path) -> None:
               help="Address to listen on (127.0.0.1: this machine only).")
 @click.option("--browser/--no-browser", default=True, show_default=True, help="Open the page in the web browser.")
 @click.option("--physics/--no-physics", default=True, show_default=True, help=PHYSICS_HELP)
+@click.option("--crowd", default=1, show_default=True,
+              help="Characters, laid out and offset in time as `mmdkit render --crowd` does.")
 @click.option("--demo", is_flag=True, help="View the built-in demo: Gene dancing WAVEFILE (shipped, nothing downloaded).")
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
-def command(model_path, motion_path, clip, camera_path, audio_path, port, host, browser, physics, demo, quiet):
+def command(model_path, motion_path, clip, camera_path, audio_path, port, host, browser, physics, crowd, demo, quiet):
     """Play MODEL with MOTION in the browser: timeline, physics, camera, bones and rigid bodies.
 
     \b
@@ -92,7 +97,7 @@ def command(model_path, motion_path, clip, camera_path, audio_path, port, host, 
 
     from mmdkit.viewer import start
 
-    _check(demo, model_path, audio_path)
+    _check(demo, model_path, audio_path, crowd)
     viewer = start(host, port)  # serving the page before numba loads: the browser starts meanwhile
     try:
         click.echo(f"mmdkit view: {viewer.url}  (Ctrl-C stops)")
@@ -107,7 +112,7 @@ def command(model_path, motion_path, clip, camera_path, audio_path, port, host, 
             model, motion, camera = _inputs(demo, model_path, motion_path, clip, camera_path)
             load_ms = 1e3 * (time.perf_counter() - t0)
             mmdkit.view(model, motion, camera=camera, audio=audio_path, physics=physics, viewer=viewer,
-                        notes={"timings": {"load": load_ms}}, cache=True)
+                        notes={"timings": {"load": load_ms}}, cache=True, crowd=crowd)
         viewer.wait()
     finally:
         viewer.stop()

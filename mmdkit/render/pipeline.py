@@ -12,7 +12,6 @@ first character (the renderer takes one set of material values per frame).
 
 from __future__ import annotations
 
-import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -23,22 +22,13 @@ from mmdkit.animation.frames import check_frames, output_frames
 from mmdkit.errors import OptionError
 from mmdkit.physics import physics_for
 from mmdkit.runtime import Character, play, seconds_at
+from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET, crowd_offsets, crowd_spacing
 from mmdkit.render.camera import auto_view, fit_view, mmd_view, perspective
 from mmdkit.render.framing import motion_box
 from mmdkit.render.geometry import morph_rows
 from mmdkit.render.gl import Renderer
 from mmdkit.render.materials import MaterialValues
 from mmdkit.render.video import open_writer
-
-
-def crowd_offsets(n: int, spacing: float) -> np.ndarray:
-    """(n, 3) grid positions, front row first, centred on x."""
-    cols = max(1, math.ceil(math.sqrt(n)))
-    out = []
-    for i in range(n):
-        r, c = divmod(i, cols)
-        out.append(((c - (min(cols, n - r * cols) - 1) / 2) * spacing, 0.0, r * spacing))
-    return np.array(out, np.float32)
 
 
 class _Crowd:
@@ -127,7 +117,7 @@ def _draw_frames(frames, crowd: _Crowd, shots: _Shots, ren: Renderer, writer, ba
 
 def render_motion(model, motion, output: str, *, frames=None, camera=None, size=(1280, 720),
                   fps: float = 30.0, msaa: int = 4, physics: bool = True, crowd: int = 1,
-                  crowd_frame_offset: float = 7.0, audio: str | None = None, progress: bool = True,
+                  crowd_frame_offset: float = CROWD_FRAME_OFFSET, audio: str | None = None, progress: bool = True,
                   palette_size: int | None = None, ground_shadow: bool = True, self_shadow: bool = False,
                   floor: bool = False, warn=print) -> dict:
     """Render ``frames`` (motion frames, fractional allowed; default ``output_frames(0, last,
@@ -149,7 +139,7 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
             warn(w)
         dancers = _Crowd(model, motion, crowd, physics, frames, crowd_frame_offset)
         lo, hi = model.vertex_position.min(0), model.vertex_position.max(0)
-        offsets = crowd_offsets(crowd, float(max(hi[0] - lo[0], hi[2] - lo[2]) * 1.3 + 2.0))
+        offsets = crowd_offsets(crowd, crowd_spacing(lo, hi))
         ren.set_instance_offsets(offsets)
         shots = _Shots(model, motion, camera, frames, size[0] / size[1], offsets)
         if shots.box is not None:

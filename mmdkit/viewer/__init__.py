@@ -56,10 +56,11 @@ class Viewer:
         self._stopped = threading.Event()
 
     def show(self, model, motion, glb: bytes, *, scale: float, physics: bool = True, camera_track=None,
-             audio_path=None, frames: int | None = None, notes: dict | None = None) -> "Viewer":
+             audio_path=None, frames: int | None = None, notes: dict | None = None, crowd: int = 1) -> "Viewer":
         """Serve ``model`` posed by ``motion`` (the GLB written with ``scale`` glTF units per MMD
         unit); ``camera_track`` (F, 8) float32 eye, quaternion, fov in glTF space; ``audio_path``
-        a song; ``frames`` how many to play (default: the motion's)."""
+        a song; ``frames`` how many to play (default: the motion's); ``crowd`` characters, laid
+        out as ``mmdkit render --crowd`` lays them out (``mmdkit.runtime.crowd``)."""
         from mmdkit.physics import physics_for
         from mmdkit.viewer.frames import FrameStore
         from mmdkit.viewer.scene import glb_json, scene_info, skin_map
@@ -70,6 +71,7 @@ class Viewer:
         store = FrameStore(model, motion, physics_for(model, physics), scale=scale,
                            num_frames=frames or num_frames(motion))
         info = scene_info(model, scale=scale, joint_bone=joint_bone, target_morph=target_morph)
+        info.update(crowd_info(model, crowd, scale))
         notes = dict(notes or {}, scale=scale, report=(notes or {}).get("report") or binding_report(model, motion))
         notes.setdefault("timings", {})["viewer setup"] = 1e3 * (time.perf_counter() - t0)
         self.server.show(ViewerContent(glb=glb, frames=store, info=info, camera=camera_track, audio=audio,
@@ -92,6 +94,25 @@ class Viewer:
 
     def __repr__(self) -> str:
         return f"Viewer({self.url})"
+
+
+def crowd_info(model, n: int, scale: float) -> dict:
+    """The page's crowd: ``crowd_offset`` (n, 3) glTF-space offsets of each character (the grid
+    of ``mmdkit.runtime.crowd``, spaced by the rest pose's box: the page has no motion box) and
+    ``crowd_frame_offset`` (character k shows motion frame f + k × it)."""
+    import numpy as np
+
+    from mmdkit.importers.scene import Space
+    from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET, crowd_offsets, crowd_spacing
+
+    if int(n) < 1:
+        raise OptionError("crowd", f"must be at least 1 character, got {n}")
+    points = model.vertex_position if model.num_vertices else model.bone_position
+    points = np.asarray(points, np.float64).reshape(-1, 3)
+    lo, hi = (points.min(0), points.max(0)) if len(points) else (np.zeros(3), np.zeros(3))
+    offsets = crowd_offsets(int(n), crowd_spacing(lo, hi))
+    return {"crowd_offset": np.round(Space(scale=scale, flip_z=True).points(offsets), 6).tolist(),
+            "crowd_frame_offset": CROWD_FRAME_OFFSET}
 
 
 def read_audio(path) -> tuple[bytes, str]:

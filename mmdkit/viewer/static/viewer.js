@@ -4,6 +4,7 @@
 import * as THREE from 'three';
 import { GLTFLoader } from 'three/addons/loaders/GLTFLoader.js';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
+import * as SkeletonUtils from 'three/addons/utils/SkeletonUtils.js';
 import { Overlays } from '/static/overlays.js';
 
 const CHUNK = 60;                     // frames per /frames request (2 s)
@@ -98,7 +99,22 @@ gltf.scene.traverse((o) => {
 frameCharacter(new THREE.Box3().setFromObject(gltf.scene));
 for (const bone of joints) { bone.matrixAutoUpdate = false; bone.matrixWorldAutoUpdate = false; }
 const targetMorph = info.target_morph;  // the model morph of each GLB morph target (-1: none)
+const morphData = new Map();          // mesh -> { morphs, base positions, weights shown }
 for (const mesh of meshes) compactMesh(mesh);
+// a crowd (--crowd N): N characters where mmdkit render puts them (info.crowd_offset, glTF
+// space), character k at motion frame f + k * info.crowd_frame_offset; the others are clones
+// sharing the first one's geometry, so face and other vertex morphs follow the first character
+const crowd = (info.crowd_offset || [[0, 0, 0]]).map((o, k) => {
+  const root = k === 0 ? gltf.scene : SkeletonUtils.clone(gltf.scene);
+  let js = k === 0 ? joints : [];
+  if (k > 0) {
+    root.traverse((o2) => { if (o2.isMesh) o2.frustumCulled = false; if (o2.isSkinnedMesh && !js.length) js = o2.skeleton.bones; });
+    for (const bone of js) { bone.matrixAutoUpdate = false; bone.matrixWorldAutoUpdate = false; }
+    scene.add(root);
+  }
+  return { root, joints: js, offset: new THREE.Matrix4().makeTranslation(o[0], o[1], o[2]), frames: k * (info.crowd_frame_offset || 0) };
+});
+if (crowd.length > 1) frameCharacter(crowd.reduce((box, c) => box.union(new THREE.Box3().setFromObject(c.root).applyMatrix4(c.offset)), new THREE.Box3()));
 const marks = Object.assign(early, { glb: glbLoadedMs, prepared: performance.now() });  // ms since the page opened
 
 // the orbit camera frames the character's rest pose: the whole height, from the front (+z in glTF)
@@ -151,13 +167,12 @@ function compactMesh(mesh) {
   out.groups = geo.groups;
   mesh.geometry = out;
   mesh.morphTargetInfluences = undefined; mesh.morphTargetDictionary = undefined;
-  mesh.userData.morphs = morphs;
-  mesh.userData.base = morphs.length ? out.attributes.position.array.slice() : null;
-  mesh.userData.weights = new Float32Array(morphs.length);
+  morphData.set(mesh, { morphs, base: morphs.length ? out.attributes.position.array.slice() : null,
+                       weights: new Float32Array(morphs.length) });
 }
 // this frame's morph weights (interpolated between rows) onto the positions they change
 function applyMorphs(mesh, ra, rb, w, m0) {
-  const { morphs, base, weights } = mesh.userData;
+  const { morphs, base, weights } = morphData.get(mesh);
   if (!morphs.length) return;
   let changed = false;
   for (let k = 0; k < morphs.length; k++) {
@@ -192,6 +207,7 @@ function gather(attr, used) {  // the rows ``used`` of an attribute, as a new at
 const jointBone = info.joint_bone;
 const boneMat = Array.from({ length: B }, () => new THREE.Matrix4());
 const overlays = new Overlays(scene, info, boneMat, scale);
+for (const g of Object.values(overlays.groups)) g.applyMatrix4(crowd[0].offset);  // on the first character
 
 // --- frames: fetched in chunks, kept per physics setting ------------------------------------------
 const chunks = new Map();             // "p:c" -> Float32Array (complete) | 'pending'
@@ -224,7 +240,7 @@ function row(phys, f) {
 
 const pa = new THREE.Vector3(), pb = new THREE.Vector3(), qa = new THREE.Quaternion(), qb = new THREE.Quaternion();
 const one = new THREE.Vector3(1, 1, 1);
-function applyPose(ra, rb, w) {
+function applyPose(ra, rb, w, member = crowd[0]) {
   for (let b = 0; b < B; b++) {
     const o = b * 7;
     pa.set(ra[o], ra[o + 1], ra[o + 2]); pb.set(rb[o], rb[o + 1], rb[o + 2]);
@@ -232,8 +248,9 @@ function applyPose(ra, rb, w) {
     if (w > 0) { pa.lerp(pb, w); qa.slerp(qb, w); }
     boneMat[b].compose(pa, qa, one);
   }
-  for (let j = 0; j < joints.length; j++) if (jointBone[j] >= 0) joints[j].matrixWorld.copy(boneMat[jointBone[j]]);
-  for (const mesh of meshes) applyMorphs(mesh, ra, rb, w, B * 7);
+  const js = member.joints;
+  for (let j = 0; j < js.length; j++) if (jointBone[j] >= 0) js[j].matrixWorld.multiplyMatrices(member.offset, boneMat[jointBone[j]]);
+  if (member === crowd[0]) for (const mesh of meshes) applyMorphs(mesh, ra, rb, w, B * 7);
 }
 
 // --- camera motion ----------------------------------------------------------------------------------
@@ -309,6 +326,11 @@ function tick(now) {
   const ra = row(physics, a), rb = row(physics, b);
   if (ra && rb) {
     const t0 = performance.now();
+    for (let k = crowd.length - 1; k > 0; k--) {  // the others first: boneMat ends as the first's (overlays)
+      const fk = Math.min(f + crowd[k].frames, F - 1), ak = Math.floor(fk), rka = row(physics, ak), rkb = row(physics, Math.min(ak + 1, F - 1));
+      if (rka && rkb) applyPose(rka, rkb, fk - ak, crowd[k]);
+      if (k === crowd.length - 1) for (let j = 0; j < 2; j++) want(physics, Math.floor(ak / CHUNK) + j);
+    }
     applyPose(ra, rb, f - a);
     shown = f; shownPhysics = physics;
     overlays.update();
@@ -356,7 +378,7 @@ async function poll() {
 poll();
 
 // --- test hook ------------------------------------------------------------------------------------------
-const v = new THREE.Vector3(), q = new THREE.Quaternion(), sc = new THREE.Vector3();
+const v = new THREE.Vector3(), q = new THREE.Quaternion(), sc = new THREE.Vector3(), mm = new THREE.Matrix4();
 window.__mmdkit = {
   info,
   ready: () => firstFrameMs !== null,
@@ -373,7 +395,7 @@ window.__mmdkit = {
   poseTimes: () => poseTimes.slice(),
   marks: () => marks,
   // morph weights the meshes show now: {model morph index: weight}
-  morphWeights: () => Object.fromEntries(meshes.flatMap((m) => m.userData.morphs.map((x, k) => [x.morph, m.userData.weights[k]]))),
+  morphWeights: () => Object.fromEntries(meshes.flatMap((m) => morphData.get(m).morphs.map((x, k) => [x.morph, morphData.get(m).weights[k]]))),
   camera: () => ({ following: !controls.enabled, position: camera.position.toArray(), fov: camera.fov }),  // glTF space
   audio: () => ({ decoded: audio !== null, duration: audio ? audio.buffer.duration : 0,
                   clock: playing && audio && audioPlaying() ? 'audio' : 'page' }),
@@ -381,8 +403,10 @@ window.__mmdkit = {
   glRenderer,
   three: { THREE, renderer, scene, camera, character: gltf.scene, floor },
   // the rendered skeleton's joints: world position and rotation (x y z w), MMD space (units, z flipped back)
-  bonePositions: () => joints.map((bone, j) => {
-    bone.matrixWorld.decompose(v, q, sc);
+  // crowd: [{offset (MMD space), frames ahead}]; bonePositions(k): character k's, less its offset
+  crowd: () => crowd.map((c) => ({ offset: [c.offset.elements[12] / scale, c.offset.elements[13] / scale, -c.offset.elements[14] / scale], frames: c.frames })),
+  bonePositions: (k = 0) => crowd[k].joints.map((bone, j) => {
+    mm.copy(crowd[k].offset).invert().multiply(bone.matrixWorld).decompose(v, q, sc);
     return { bone: jointBone[j], name: info.bone_name[jointBone[j]], position: [v.x / scale, v.y / scale, -v.z / scale],
              rotation: [-q.x, -q.y, q.z, q.w] };
   }),
