@@ -7,7 +7,7 @@ Mesa's llvmpipe (--gl llvmpipe), or the GPU (--gl gpu); --page adds a query to t
 clock), the WebGL renderer, the page's timing marks, the server's bake time and per-stage ms, then over 12 s of
 playback from frame 600 (after the bake is done) the page's frame times (mean, median, p95) and
 its own posing ms per frame. The browser is started before the command (a warm browser).
-Run: python3 benchmarks/bench_viewer.py [--size 1280x720] [--gl swiftshader|llvmpipe|gpu] [--page res=1]
+Run: python3 benchmarks/bench_viewer.py [--size 1280x720] [--crowd N] [--shot out.png] [--gl swiftshader|llvmpipe|gpu] [--page res=1]
 """
 
 from __future__ import annotations
@@ -57,13 +57,16 @@ def main() -> None:
     ap.add_argument("--size", default="1280x720")
     ap.add_argument("--gl", default="swiftshader", choices=sorted(GL_FLAGS), help="Chromium's WebGL backend")
     ap.add_argument("--page", default="", help="query string for the page, e.g. aa=0")
+    ap.add_argument("--crowd", type=int, default=1, help="characters (mmdkit view --crowd)")
+    ap.add_argument("--shot", default=None, help="save a screenshot of the page at the end (PNG)")
     ap.add_argument("--seconds", type=float, default=12.0, help="playback measured")
     args = ap.parse_args()
     driver = _browser(args.size, args.gl)
     driver.get("about:blank")
     print("load average", [round(x, 1) for x in os.getloadavg()])
     t0 = time.time()
-    proc = subprocess.Popen([sys.executable, "-m", "mmdkit", "view", "--demo", "--no-browser", "-q"],
+    proc = subprocess.Popen([sys.executable, "-m", "mmdkit", "view", "--demo", "--no-browser", "-q",
+                             "--crowd", str(args.crowd)],
                             stdout=subprocess.PIPE, text=True)
     try:
         url = re.search(r"http://\S+/", proc.stdout.readline()).group(0)
@@ -86,6 +89,9 @@ def main() -> None:
         driver.execute_script("__mmdkit.seek(600); __mmdkit.play(); __mmdkit.resetTimes()")
         time.sleep(args.seconds)
         driver.execute_script("__mmdkit.pause()")
+        if args.shot:
+            time.sleep(0.5)
+            driver.save_screenshot(args.shot)
         ft = driver.execute_script("return __mmdkit.frameTimes()")
         pt = driver.execute_script("return __mmdkit.poseTimes()")
         print(f"{args.size} frame ms: n={len(ft)} mean {statistics.mean(ft):.1f} median {statistics.median(ft):.1f} "
