@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import resource
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
 from mmdkit.batch import Store, plan, read_manifest, read_results
+
+from helpers import wait_for
 
 BATCH = [sys.executable, "-m", "mmdkit", "batch"]
 
@@ -42,15 +42,6 @@ def long_jobs(assets, n, frames="0:1500"):
     return [{"name": f"j{i}", "model": str(assets / "low_miku" / "miku.pmd"),
              "motion": str(assets / "wavefile" / "wavefile_v2.vmd"), "frames": frames, "outputs": ["npz"]}
             for i in range(n)]
-
-
-def wait_for(pred, timeout=240.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _stat(pid: int):

@@ -7,14 +7,7 @@ import subprocess
 import sys
 import time
 
-
-def _wait_for(pred, timeout=120.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
+from helpers import wait_for
 
 
 def test_sigterm_mid_render_leaves_no_temp_file(tmp_path):
@@ -23,7 +16,7 @@ def test_sigterm_mid_render_leaves_no_temp_file(tmp_path):
                              "64x48", "--msaa", "0", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
-        assert _wait_for(lambda: any(p.name.endswith(".part") for p in tmp_path.iterdir())), "no temp file appeared"
+        assert wait_for(lambda: any(p.name.endswith(".part") for p in tmp_path.iterdir())), "no temp file appeared"
         time.sleep(0.5)  # frames are being encoded into the temp file
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)

@@ -15,14 +15,13 @@ import subprocess
 import numpy as np
 import pytest
 
-import json
-from pathlib import Path
-
 import mmdkit
 from mmdkit.errors import OptionError
 from mmdkit.export import bake, export
 from mmdkit.export.bvh import POSITION_TOLERANCE, ROOT_NAME, TRANSLATION_SUFFIX, bvh_names, write
 from mmdkit.export.humanoid import joint_set
+
+from helpers import threejs_pose
 
 
 def _rot(axis: str, deg: np.ndarray) -> np.ndarray:
@@ -226,23 +225,6 @@ def test_bvh_reads_the_same_in_assimp_when_installed(gene_baked, tmp_path, joint
     by_name = read_assimp(path, tmp_path)
     for j, name in enumerate(bvh_names(js)):
         assert np.abs(by_name[name] - engine[:, j]).max() < 1e-3, name
-
-
-THREEJS = Path(__file__).resolve().parents[1] / "tools" / "threejs"
-
-
-def threejs_pose(path, times) -> dict:
-    """three.js r187 (tools/threejs/pose.mjs in Node: its BVHLoader + AnimationMixer) → {names,
-    position (T, J, 3) world}."""
-    assert shutil.which("node"), "node is missing: apt-get install nodejs npm (scripts/setup.sh)"
-    assert (THREEJS / "node_modules" / "three").is_dir(), \
-        "three.js is not installed: npm ci --prefix tools/threejs (scripts/setup.sh)"
-    run = subprocess.run(["node", str(THREEJS / "pose.mjs"), str(path), ",".join(f"{t:.9g}" for t in times)],
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    out = json.loads(run.stdout)
-    out["position"] = np.asarray(out["position"], np.float64)
-    return out
 
 
 @pytest.mark.parametrize("joints,scale", [("all", 1.0), ("humanoid", 0.08)])

@@ -31,6 +31,8 @@ from mmdkit.model.model import DEFORM_SDEF, MATERIAL_DOUBLE_SIDED
 from mmdkit.physics import physics_for
 from mmdkit.runtime import Character
 
+from helpers import threejs_pose
+
 REPO = Path(__file__).resolve().parents[1]
 VALIDATOR = REPO / "tools" / "gltf_validator"
 S = 1 / 12.5  # metres per MMD unit
@@ -463,23 +465,6 @@ def test_reduced_clip_holds_its_bound_under_both_interpolations(gene_elbows, rot
         drawn = ~np.isnan(got[:, 0])
         assert np.linalg.norm(got[drawn] - exact[drawn], axis=1).max() / S <= bound
     assert stats["keys"] < stats["full_keys"] / 2
-
-
-THREEJS = REPO / "tools" / "threejs"
-
-
-def threejs_pose(path, times) -> dict:
-    """three.js r187 (tools/threejs/pose.mjs in Node: GLTFLoader + AnimationMixer) → {names, nodes
-    (glTF node indices), position (T, N, 3) world}."""
-    assert shutil.which("node"), "node is missing: apt-get install nodejs npm (scripts/setup.sh)"
-    assert (THREEJS / "node_modules" / "three").is_dir(), \
-        "three.js is not installed: npm ci --prefix tools/threejs (scripts/setup.sh)"
-    run = subprocess.run(["node", str(THREEJS / "pose.mjs"), str(path), ",".join(f"{x:.9g}" for x in times)],
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    out = json.loads(run.stdout)
-    out["position"] = np.asarray(out["position"], np.float64)
-    return out
 
 
 def test_reduced_clip_plays_in_threejs_within_the_bound(gene_elbows):
