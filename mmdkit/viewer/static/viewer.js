@@ -344,11 +344,18 @@ function tick(now) {
     $('frame').textContent = f.toFixed(1);
     if (document.activeElement !== $('timeline')) $('timeline').value = f;
   }
+  if (firstFrameMs === null && shown < 0 && now - marks.prepared < FIRST_POSE_WAIT_MS) return;
   if (firstFrameMs === null && shown >= 0) marks.render = performance.now();
   renderer.render(scene, camera);
   if (marks.rendered === undefined) marks.rendered = performance.now();
   if (firstFrameMs === null && shown >= 0) firstFrameMs = performance.now();  // the character drawn posed
 }
+// until the first frames come (the bake's first two), the programs compile and the textures upload
+// without a draw: the first draw is posed (one software-GL frame sooner); drawn unposed after
+// FIRST_POSE_WAIT_MS
+const FIRST_POSE_WAIT_MS = 3000;
+renderer.compileAsync(gltf.scene, camera, scene).catch(() => {});  // the character's programs, the scene's lights
+scene.traverse((o) => { for (const m of [].concat(o.material || [])) if (m.map) renderer.initTexture(m.map); });
 requestAnimationFrame(tick);
 
 // --- status and timings panel --------------------------------------------------------------------------
