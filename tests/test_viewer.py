@@ -143,7 +143,13 @@ def _seek(driver, frame: int, physics: bool):
     driver.execute_script(f"__mmdkit.pause(); __mmdkit.setPhysics({str(physics).lower()}); __mmdkit.seek({frame})")
     _wait(driver, f"__mmdkit.frame() === {frame} && __mmdkit.physics() === {str(physics).lower()}",
           what=f"frame {frame}")
-    time.sleep(0.3)  # one more animation frame drawn
+    _drawn(driver)
+
+
+def _drawn(driver, frames: int = 2):
+    """Wait until the page has drawn ``frames`` more frames (what it shows now is on the canvas)."""
+    start = driver.execute_script("return __mmdkit.drawn()")
+    _wait(driver, f"__mmdkit.drawn() >= {start + frames}", what=f"{frames} more frames drawn")
 
 
 def _bone_positions(driver) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -213,7 +219,7 @@ def test_physics_toggle_changes_the_hair(page, reference):
     picture_on = _canvas(page)
     page.find_element(By.ID, "physics").click()  # the page's own toggle, off
     _wait(page, f"__mmdkit.physics() === false && __mmdkit.frame() === {SCRUB}", what="physics off")
-    time.sleep(0.5)
+    _drawn(page)
     _, off_position, off = _bone_positions(page)
     picture_off = _canvas(page)
     page.find_element(By.ID, "physics").click()
@@ -233,7 +239,7 @@ def test_overlays_draw_bones_and_rigid_bodies(page):
     plain = _canvas(page)
     for toggle in ("bones", "bodies", "hitboxes"):
         page.find_element(By.ID, toggle).click()
-        time.sleep(0.5)
+        _drawn(page)
         shown = _canvas(page)
         page.find_element(By.ID, toggle).click()
         assert (np.abs(shown.astype(int) - plain.astype(int)).sum(axis=2) > 30).mean() > 0.001, toggle
@@ -257,7 +263,7 @@ def test_camera_motion_and_song(page, extras):
     _, _, camera = extras
     _seek(page, 300, True)
     page.find_element(By.ID, "follow").click()  # follow the camera VMD
-    time.sleep(0.5)
+    _drawn(page)
     shown = page.execute_script("return __mmdkit.camera()")
     page.find_element(By.ID, "follow").click()
     scale = page.execute_script("return __mmdkit.info.notes.scale")

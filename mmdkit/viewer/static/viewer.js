@@ -310,6 +310,7 @@ renderer.domElement.addEventListener('click', (e) => {
   $('picked').textContent = hit;
 });
 
+let drawn = 0;  // frames drawn so far (tests wait on it, not on the clock)
 function tick(now) {
   requestAnimationFrame(tick);
   const elapsed = last === null ? 0 : now - last, dt = Math.min(elapsed, 250);  // a stall does not jump ahead
@@ -347,6 +348,7 @@ function tick(now) {
   if (firstFrameMs === null && shown < 0 && now - marks.prepared < FIRST_POSE_WAIT_MS) return;
   if (firstFrameMs === null && shown >= 0) marks.render = performance.now();
   renderer.render(scene, camera);
+  drawn++;
   if (marks.rendered === undefined) marks.rendered = performance.now();
   if (firstFrameMs === null && shown >= 0) firstFrameMs = performance.now();  // the character drawn posed
 }
@@ -391,6 +393,7 @@ window.__mmdkit = {
   ready: () => firstFrameMs !== null,
   firstFrameMs: () => firstFrameMs,
   frame: () => shown,
+  drawn: () => drawn,
   physics: () => shownPhysics,
   seek: (f) => seek(f),
   play: () => setPlaying(true),
