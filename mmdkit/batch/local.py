@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import select
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -84,9 +85,13 @@ def _init(threads: int, started, driver: int) -> None:
     global _started
     _started = started
     threading.Thread(target=_watch, args=(driver,), name="mmdkit-driver-watch", daemon=True).start()
-    # OpenMP (numba's threading layer) sized like Ray does for a task: no idle threads spinning on
-    # the cores the other workers need. Read when the layer starts, on the first parallel kernel.
-    os.environ["OMP_NUM_THREADS"] = os.environ["NUMBA_NUM_THREADS"] = str(threads)
+    # OpenMP (numba's threading layer) sized like Ray does for a task: no idle threads on the cores
+    # the other workers need. numba reads NUMBA_NUM_THREADS at its import and again at each compile,
+    # and refuses a new value once its threads run: set only where this worker has not imported it
+    # (the forkserver may have); init_worker caps the threads used either way.
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    if "numba" not in sys.modules:
+        os.environ["NUMBA_NUM_THREADS"] = str(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides; it terminates us on Ctrl-C
     signal.signal(signal.SIGTERM, _terminated)  # unwinds through atomic writers: no temp files left
     worker.init_worker(threads)
