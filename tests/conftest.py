@@ -9,10 +9,17 @@ so nothing is ever skipped there.
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+# Tests that stop a child with SIGINT need the child to take it. A shell that runs this suite as a
+# background job starts it with SIGINT ignored, and children inherit an ignored signal (a caught
+# one is reset to the default at exec): catch it here, so every child starts with the default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = Path(os.environ.get("MMDKIT_ASSETS", REPO.parent / "shared" / "assets"))
