@@ -185,7 +185,6 @@ def test_many_nodes_are_capped_and_baked_in_bounded_memory(simple):
 
 def test_data_a_file_does_not_store_is_bounded(simple):
     doc = doc_of(simple)
-    pos = doc["meshes"][0]["primitives"][0]["attributes"]["POSITION"]
     doc["accessors"].append({"componentType": 5126, "count": 5_600_000, "type": "VEC3"})  # no bufferView: zeros
     doc["meshes"][0]["primitives"][0]["attributes"]["POSITION"] = len(doc["accessors"]) - 1
     refused(doc, rf"accessors\[{len(doc['accessors']) - 1}\]\.count': 5600000 elements without a bufferView")
