@@ -63,6 +63,15 @@ def joint_bones(model, tree=None) -> np.ndarray:
     return ok
 
 
+def ancestors(parent: np.ndarray, b: int) -> list[int]:
+    """Bone ``b`` and its ancestors in bone_parent (B,), root last (stops after B bones on a cycle)."""
+    out = []
+    while b >= 0 and len(out) <= len(parent):
+        out.append(b)
+        b = int(parent[b])
+    return out
+
+
 class _Tree:
     """Parents-first order, ancestor paths, subtrees (Euler tour) and common ancestors of bone_parent (B,)."""
 
@@ -90,11 +99,7 @@ class _Tree:
 
     def chain(self, b: int) -> list[int]:
         """b and its ancestors, root last."""
-        out = []
-        while b >= 0 and len(out) <= len(self.parent):
-            out.append(b)
-            b = int(self.parent[b])
-        return out
+        return ancestors(self.parent, b)
 
     def lca(self, a: int, b: int) -> int:
         above = set(self.chain(a))

@@ -28,7 +28,7 @@ import numpy as np
 from mmdkit.errors import FormatError
 from mmdkit.retarget.bones import (EXTRA_BONES, HUMANOID_BONES, HUMANOID_INDEX, HUMANOID_PARENT, REQUIRED_BONES,
                                    VRM0_RENAMES)
-from mmdkit.retarget.geometry import geometry_labels
+from mmdkit.retarget.geometry import ancestors, geometry_labels
 from mmdkit.retarget.names import label_names
 
 CONFIDENCE = {"vrm": 1.0, "override": 1.0, 2: 0.9, 1: 0.7, 0: 0.5, "geometry": 0.6}
@@ -136,22 +136,14 @@ def _names(model, out: _Builder, extra: dict) -> None:
         out.put("neck", necks[0][2], CONFIDENCE[necks[0][3].priority], f"name:{necks[0][3].scheme}")
 
 
-def _ancestors(parent: np.ndarray, b: int) -> list[int]:
-    out = []
-    while b >= 0 and len(out) <= len(parent):
-        out.append(b)
-        b = int(parent[b])
-    return out
-
-
 def _fix_hips(model, out: _Builder) -> None:
     """Hips must be above both upper legs: else their common ancestor (see module)."""
     parent = np.asarray(model.bone_parent)
     legs = [out.bone.get(f"{s}UpperLeg", -1) for s in ("left", "right")]
     if min(legs) < 0:
         return
-    left = _ancestors(parent, legs[0])[1:]
-    right = set(_ancestors(parent, legs[1])[1:])
+    left = ancestors(parent, legs[0])[1:]
+    right = set(ancestors(parent, legs[1])[1:])
     common = next((a for a in left if a in right), -1)
     hips = out.bone.get("hips", -1)
     if common >= 0 and (hips < 0 or hips not in left or hips not in right):
@@ -178,7 +170,7 @@ def _geometry(model, out: _Builder) -> None:
         if name in out.bone:
             continue
         above = _mapped_parent(out, name)  # MMD's 上半身 hangs beside 下半身 (hips), not below it
-        if above < 0 or above == out.bone.get("hips") or above in _ancestors(parent, b)[1:]:
+        if above < 0 or above == out.bone.get("hips") or above in ancestors(parent, b)[1:]:
             out.put(name, b, CONFIDENCE["geometry"], "geometry")
 
 
