@@ -34,7 +34,9 @@ def shader_source(*names: str, defines: str = "") -> str:
     return "\n".join(["#version 430", defines] + [root.joinpath(n).read_text() for n in names])
 
 
-def _program(ctx, what: str, compute: str | None = None, **shaders):
+def compile_program(ctx, what: str, compute: str | None = None, **shaders):
+    """A moderngl program (``vertex_shader=``, ``fragment_shader=`` sources) or compute shader
+    (``compute``); a driver's compile/link failure becomes one RenderError line naming ``what``."""
     try:
         return ctx.compute_shader(compute) if compute is not None else ctx.program(**shaders)
     except Exception as e:  # a driver that cannot compile or link our GLSL
@@ -65,15 +67,15 @@ def build_programs(ctx, *, palette_size: int | None, self_shadow: bool) -> Progr
     frag = shader_source("mmd.frag", defines="#define SELF_SHADOW" if self_shadow else "")
     skins_first = not palette_size
     if skins_first:
-        skin = _program(ctx, "skinning", compute=shader_source("buffers.glsl", "skinning.glsl", "skin.comp"))
+        skin = compile_program(ctx, "skinning", compute=shader_source("buffers.glsl", "skinning.glsl", "skin.comp"))
         vert = shader_source("buffers.glsl", "pass.glsl", "draw.vert")
-        main = _program(ctx, "main", vertex_shader=vert, fragment_shader=frag)
+        main = compile_program(ctx, "main", vertex_shader=vert, fragment_shader=frag)
     else:
         vert = shader_source("buffers.glsl", "pass.glsl", "skinning.glsl", "skin.vert",
                              defines=f"#define PALETTE {palette_size}")
-        skin = main = _program(ctx, "main", vertex_shader=vert, fragment_shader=frag)
-    flat = _program(ctx, "edge/shadow", vertex_shader=vert, fragment_shader=shader_source("flat.frag"))
-    depth = _program(ctx, "self-shadow", vertex_shader=vert, fragment_shader=shader_source("depth.frag")) \
+        skin = main = compile_program(ctx, "main", vertex_shader=vert, fragment_shader=frag)
+    flat = compile_program(ctx, "edge/shadow", vertex_shader=vert, fragment_shader=shader_source("flat.frag"))
+    depth = compile_program(ctx, "self-shadow", vertex_shader=vert, fragment_shader=shader_source("depth.frag")) \
         if self_shadow else None
     if not skins_first:
         for prog in (main, flat, depth):

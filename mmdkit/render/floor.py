@@ -12,7 +12,7 @@ from __future__ import annotations
 import moderngl
 import numpy as np
 
-from mmdkit.render.context import _program, shader_source
+from mmdkit.render.context import compile_program, shader_source
 
 FLOOR_COLOR = (0.90, 0.90, 0.91)
 FLOOR_LINE_COLOR = (0.78, 0.78, 0.81)
@@ -24,8 +24,8 @@ class Floor:
 
     def __init__(self, ctx):
         self.ctx = ctx
-        self.program = _program(ctx, "floor", vertex_shader=shader_source("floor.vert"),
-                                fragment_shader=shader_source("floor.frag"))
+        self.program = compile_program(ctx, "floor", vertex_shader=shader_source("floor.vert"),
+                                       fragment_shader=shader_source("floor.frag"))
         corners = np.array([-1, -1, 1, -1, -1, 1, 1, 1], np.float32)
         self._vbo = ctx.buffer(corners.tobytes())
         self._vao = ctx.vertex_array(self.program, [(self._vbo, "2f", "in_corner")])
