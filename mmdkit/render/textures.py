@@ -86,6 +86,14 @@ def _shrunk(im, target: tuple[int, int]):
     return im.resize(target, Image.LANCZOS) if im.size != target else im
 
 
+def _bomb(name: str) -> FormatError:
+    """The one refusal line for an image over Pillow's decompression-bomb limit."""
+    from PIL import Image
+
+    return FormatError(f"texture '{name}' has more than {2 * Image.MAX_IMAGE_PIXELS:,} pixels "
+                       "(a decompression bomb?); refused")
+
+
 def read_texture(source, name: str):
     """Decode texture ``name`` from ``source`` (a path or a binary file object) → (a loaded Pillow
     image, at most ``MAX_TEXTURE_EDGE`` pixels on a side; a warning line when it was downscaled,
@@ -98,8 +106,7 @@ def read_texture(source, name: str):
         try:
             im = Image.open(source)
         except Image.DecompressionBombError:
-            raise FormatError(f"texture '{name}' has more than {2 * Image.MAX_IMAGE_PIXELS:,} pixels "
-                              "(a decompression bomb?); refused") from None
+            raise _bomb(name) from None
         with im:
             w, h = im.size  # from the header: nothing decoded yet
             scale = MAX_TEXTURE_EDGE / max(w, h, 1)
@@ -115,8 +122,7 @@ def read_texture(source, name: str):
                 raise FormatError(f"texture '{name}' ({w}×{h} pixels) needs more memory than is available "
                                   "to decode") from None
             except Image.DecompressionBombError:  # a frame or tile larger than the header said
-                raise FormatError(f"texture '{name}' has more than {2 * Image.MAX_IMAGE_PIXELS:,} pixels "
-                                  "(a decompression bomb?); refused") from None
+                raise _bomb(name) from None
     return out, (f"texture '{name}' is {w}×{h} pixels, larger than {MAX_TEXTURE_EDGE} on a side; "
                  f"downscaled to {out.size[0]}×{out.size[1]}")
 
