@@ -8,12 +8,9 @@ typed, which ``mmdkit.cli.main`` prints on one line. Output-path checks live in 
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 
 import numpy as np
-
-from mmdkit.errors import OptionError
 
 FRAMES_HELP = ("A:B[:STEP] (B inclusive; empty A = 0, empty B = the motion's last key frame), "
                "A+N (N frames from A) or N (the single frame N). Fractional frames sample between keys.")
