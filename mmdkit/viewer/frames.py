@@ -26,9 +26,11 @@ WAIT_SECONDS = 60.0
 """Longest a request waits for frames not baked yet."""
 
 
-def gltf_bones(bone_world: np.ndarray, space: Space) -> np.ndarray:
-    """(B, 4, 4) MMD model-space bone matrices → (B, 7) float32 glTF position + quaternion."""
-    out = np.empty((len(bone_world), BONE_FLOATS), np.float32)
+def gltf_bones(bone_world: np.ndarray, space: Space, out: np.ndarray | None = None) -> np.ndarray:
+    """(B, 4, 4) MMD model-space bone (or body) frames → (B, 7) glTF position + quaternion x y z w,
+    into ``out`` (any float dtype) or a new float64 array."""
+    if out is None:
+        out = np.empty((len(bone_world), BONE_FLOATS), np.float64)
     out[:, :3] = space.points(bone_world[:, :3, 3])
     out[:, 3:] = space.quaternions(quaternions_from_rotations(bone_world[:, :3, :3]))
     return out
@@ -71,9 +73,9 @@ class FrameStore:
         self.physics_world = None
 
     def _put(self, physics: bool, i: int, ch: Character) -> None:
-        row = self._rows[physics][i]
-        row[:self.model.num_bones * BONE_FLOATS] = gltf_bones(ch.bone_world, self.space).reshape(-1)
-        row[self.model.num_bones * BONE_FLOATS:] = ch.morph_weight
+        row, nb = self._rows[physics][i], self.model.num_bones
+        gltf_bones(ch.bone_world, self.space, out=row[:nb * BONE_FLOATS].reshape(nb, BONE_FLOATS))
+        row[nb * BONE_FLOATS:] = ch.morph_weight
 
     def _bake(self) -> None:
         try:

@@ -16,9 +16,10 @@ from collections import defaultdict
 import numpy as np
 
 from mmdkit.errors import FormatError
-from mmdkit.importers.scene import Space, quaternions_from_rotations
+from mmdkit.importers.scene import Space
 from mmdkit.physics.setup import body_frames
 from mmdkit.skinning.bounds import BoneBoxes
+from mmdkit.viewer.frames import gltf_bones
 
 GLB_MAGIC, JSON_CHUNK = 0x46546C67, 0x4E4F534A
 
@@ -66,9 +67,7 @@ def skin_map(model, doc: dict) -> tuple[np.ndarray, np.ndarray]:
 
 def _frames_json(m: np.ndarray, space: Space) -> list:
     """(N, 4, 4) MMD frames → [[px, py, pz, qx, qy, qz, qw], …] in glTF space."""
-    pos = space.points(m[:, :3, 3])
-    quat = space.quaternions(quaternions_from_rotations(m[:, :3, :3]))
-    return np.round(np.concatenate([pos, quat], 1), 6).tolist()
+    return np.round(gltf_bones(m, space), 6).tolist()
 
 
 def scene_info(model, *, scale: float, joint_bone: np.ndarray, target_morph: np.ndarray) -> dict:
