@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmdkit.errors import FormatError
+from mmdkit.formats.gltf.accessor import budget_bytes
 from mmdkit.model.build import build_model
 from mmdkit.model.builder import ModelBuilder
 from mmdkit.model.model import Model
@@ -50,8 +51,9 @@ def check_primitives(scene, inside: np.ndarray) -> None:
 
 def expand_budget(scene) -> int:
     """Most bytes importing ``scene`` may make of its vertices, or baking one of its clips:
-    256 MiB + 64 × its file's size (``scene.source_bytes``; 0 when the scene does not say)."""
-    return (256 << 20) + 64 * int(getattr(scene, "source_bytes", 0) or 0)
+    ``budget_bytes`` (256 MiB + 64 × its file's size: ``scene.source_bytes``; 0 when the scene
+    does not say), the budget the glTF reader's accessors share."""
+    return budget_bytes(getattr(scene, "source_bytes", 0) or 0)
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,8 @@ def read_gltf(data: bytes, path: str = "", *, base_dir: str | None = None) -> Gl
     warnings: list[str] = []
     _required_extensions(root, warnings)
     buffers = read_buffers(root, glb_bin, base_dir)
-    acc = Accessors(root, buffers, len(view) + sum(len(b) for b in buffers))
+    source_bytes = len(view) + sum(len(b) for b in buffers)
+    acc = Accessors(root, buffers, source_bytes)
     images = tuple(_image(o, acc, base_dir, warnings) for o in root.objs("images"))
     textures = root.objs("textures")
     materials = tuple(_material(o, textures, len(images)) for o in root.objs("materials"))
@@ -142,8 +143,7 @@ def read_gltf(data: bytes, path: str = "", *, base_dir: str | None = None) -> Gl
     humanoid = vrm_humanoid(root.d, n_nodes, warnings)
     return GltfAsset(path=path, **nodes, meshes=meshes, skins=skins, materials=materials,
                      images=images, animations=animations, warnings=tuple(warnings),
-                     source_bytes=len(view) + sum(len(b) for b in buffers),
-                     humanoid=humanoid)
+                     source_bytes=source_bytes, humanoid=humanoid)
 
 
 def load_gltf(path) -> GltfAsset:
