@@ -140,8 +140,10 @@ def clip_motion(scene, sk: Skeleton, space: Space, clip, morph_names=(), name: s
     anim = scene.animation(clip)
     if frames is None:  # checked before any array of the clip's length exists
         _check_budget(scene, sk, anim, last_frame(anim.duration) + 1, name)
-    frames, times = clip_times(anim.duration, frames)
-    _check_budget(scene, sk, anim, len(frames), name)
+        frames, times = clip_times(anim.duration)
+    else:  # at most two frames per frame asked for
+        frames, times = clip_times(anim.duration, frames)
+        _check_budget(scene, sk, anim, len(frames), name)
     t, q, scaled = _bone_keys(scene, sk, space, anim, times, name)
     moving = ((np.abs(t) > _STILL).any(axis=(0, 2)) | (np.abs(q - [0, 0, 0, 1]) > _STILL).any(axis=(0, 2)))
     bones = np.flatnonzero(moving)
