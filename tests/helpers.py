@@ -1,7 +1,8 @@
 """Helpers several test modules share (plain functions; fixtures live in conftest.py).
 
 ``threejs_pose(path, times)``: three.js r187 in Node plays a BVH or glTF/GLB file once;
-``wait_for(pred, timeout)``: polls ``pred`` until it holds or the time runs out.
+``wait_for(pred, timeout)``: polls ``pred`` until it holds or the time runs out;
+``write_jsonl(path, entries)``: a JSONL manifest of dicts (as JSON) and strings (as they are).
 """
 
 from __future__ import annotations
@@ -39,3 +40,9 @@ def wait_for(pred, timeout: float = 240.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def write_jsonl(path, entries):
+    """``entries`` (dicts written as JSON, strings as they are), one a line → ``path``; returns ``path``."""
+    path.write_text("".join((e if isinstance(e, str) else json.dumps(e)) + "\n" for e in entries))
+    return path

@@ -3,7 +3,6 @@ stable unique names, shards, content-hash keys and what a re-run skips."""
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
@@ -11,6 +10,8 @@ import pytest
 from mmdkit.batch import FileHasher, Store, cross_product, option_table, plan, read_manifest, shard
 from mmdkit.batch.plan import job_key
 from mmdkit.errors import FormatError, OptionError
+
+from helpers import write_jsonl
 
 
 @pytest.fixture
@@ -20,11 +21,6 @@ def files(tmp_path, assets):
     motions = [assets / "mei" / "Motion" / "mei_bye" / "mei_bye.vmd",
                assets / "mei" / "Motion" / "mei_wait" / "mei_wait.vmd"]
     return {"models": [str(low / "miku.pmd"), str(low / "gumi.pmd")], "motions": [str(m) for m in motions]}
-
-
-def write_jsonl(path, entries):
-    path.write_text("".join((e if isinstance(e, str) else json.dumps(e)) + "\n" for e in entries))
-    return path
 
 
 def test_jsonl_and_csv_give_the_same_jobs(tmp_path, files):

@@ -4,7 +4,6 @@ model's own clips, VPD poses) with the same message for the same mistake."""
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import signal
@@ -16,7 +15,7 @@ import pytest
 
 from mmdkit.batch import Store, plan, read_manifest, read_results
 
-from helpers import wait_for
+from helpers import wait_for, write_jsonl
 
 BATCH = [sys.executable, "-m", "mmdkit", "batch"]
 
@@ -30,11 +29,6 @@ def kernels_cached(assets, tmp_path_factory):
     model = mmdkit.load(assets / "low_miku" / "miku.pmd")
     motion = mmdkit.load(assets / "wavefile" / "wavefile_v2.vmd")
     export(model, motion, tmp_path_factory.mktemp("warm") / "warm.npz", frames=[0.0, 1.0], physics=True)
-
-
-def write_jobs(path, entries):
-    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
-    return path
 
 
 def long_jobs(assets, n, frames="0:1500"):
@@ -84,7 +78,7 @@ def test_fifo_and_device_inputs_fail_only_their_job(tmp_path, assets):
     (tmp_path / "zero.vmd").symlink_to("/dev/zero")
     miku, bye = assets / "low_miku" / "miku.pmd", assets / "mei" / "Motion" / "mei_bye" / "mei_bye.vmd"
     base = {"frames": "0:2", "outputs": ["npz"], "physics": False}
-    jobs = write_jobs(tmp_path / "jobs.jsonl", [dict(base, name="good", model=str(miku), motion=str(bye)),
+    jobs = write_jsonl(tmp_path / "jobs.jsonl", [dict(base, name="good", model=str(miku), motion=str(bye)),
                                                 dict(base, name="fifo", model="fifo.pmd"),
                                                 dict(base, name="zero", model=str(miku), motion="zero.vmd")])
     r = subprocess.run([*BATCH, jobs, "-o", tmp_path / "out", "--workers", "1", "-q"], capture_output=True,
@@ -99,7 +93,7 @@ def test_fifo_and_device_inputs_fail_only_their_job(tmp_path, assets):
 
 
 def test_killed_driver_takes_its_workers_along(tmp_path, assets):
-    jobs = write_jobs(tmp_path / "jobs.jsonl", long_jobs(assets, 6))
+    jobs = write_jsonl(tmp_path / "jobs.jsonl", long_jobs(assets, 6))
     out = tmp_path / "out"
     proc = subprocess.Popen([*BATCH, jobs, "-o", out, "--workers", "2", "-q"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -122,7 +116,7 @@ def test_killed_driver_takes_its_workers_along(tmp_path, assets):
 
 
 def test_second_batch_on_a_busy_folder_is_refused(tmp_path, assets):
-    jobs = write_jobs(tmp_path / "jobs.jsonl", long_jobs(assets, 3, frames="0:600"))
+    jobs = write_jsonl(tmp_path / "jobs.jsonl", long_jobs(assets, 3, frames="0:600"))
     out = tmp_path / "out"
     first = subprocess.Popen([*BATCH, jobs, "-o", out, "--workers", "1", "-q"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
@@ -161,7 +155,7 @@ def test_second_batch_on_a_busy_folder_is_refused(tmp_path, assets):
 
 def test_ctrl_c_records_what_finished_and_says_how_to_resume(tmp_path, assets):
     quick = dict(long_jobs(assets, 1, frames="0:2")[0], name="quick")
-    jobs = write_jobs(tmp_path / "jobs.jsonl", [quick, *long_jobs(assets, 3)])
+    jobs = write_jsonl(tmp_path / "jobs.jsonl", [quick, *long_jobs(assets, 3)])
     out = tmp_path / "out"
     proc = subprocess.Popen([*BATCH, jobs, "-o", out, "--workers", "1", "-q"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -186,7 +180,7 @@ def test_a_failed_write_names_the_file_and_leaves_nothing(tmp_path, assets):
     EFBIG) is reported naming the output, and its temporary file is gone."""
     from mmdkit.batch.worker import run_job
 
-    jobs = read_manifest(write_jobs(tmp_path / "jobs.jsonl", [dict(long_jobs(assets, 1, frames="0:30")[0],
+    jobs = read_manifest(write_jsonl(tmp_path / "jobs.jsonl", [dict(long_jobs(assets, 1, frames="0:30")[0],
                                                                    physics=False)]))
     warm, store = Store(tmp_path / "warm"), Store(tmp_path / "out")
     for s in (warm, store):
@@ -225,7 +219,7 @@ def test_jobs_load_like_the_cli_clips_poses_and_mistakes(tmp_path, assets, mmdki
     bye = assets / "mei" / "Motion" / "mei_bye" / "mei_bye.vmd"
     _vpd(tmp_path / "head.vpd")
     base = {"frames": "0:3", "outputs": ["npz"], "physics": False}
-    jobs = write_jobs(tmp_path / "jobs.jsonl", [
+    jobs = write_jsonl(tmp_path / "jobs.jsonl", [
         dict(base, name="first", model=str(fox)), dict(base, name="run", model=str(fox), clip="Run"),
         dict(base, name="trot", model=str(fox), clip="Trot"),
         dict(base, name="posed", model=str(miku), motion=str(bye), vpd=["head.vpd@2"])])
