@@ -12,6 +12,8 @@ import sys
 
 import numpy as np
 
+FRAMES_DEFAULT = "0:"
+"""``--frames`` left out: the whole motion."""
 FRAMES_HELP = ("A:B[:STEP] (B inclusive; empty A = 0, empty B = the motion's last key frame), "
                "A+N (N frames from A) or N (the single frame N). Fractional frames sample between keys.")
 

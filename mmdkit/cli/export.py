@@ -12,13 +12,12 @@ import os
 import click
 
 from mmdkit.animation.frames import MOTION_FPS, parse_frames
-from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP, compile_note, load_as,
-                                report_binding, show_progress, warn)
+from mmdkit.cli._common import (FRAMES_DEFAULT, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP, compile_note,
+                                load_as, report_binding, show_progress, warn)
 from mmdkit.cli._frames import warn_past_end
 from mmdkit.cli._memory import check_frames_memory, out_of_memory_blames
 from mmdkit.cli._output import check_output, count, writing
 
-FRAMES_DEFAULT = "0:"
 #: Bytes each bone costs per frame until the file is written, by output format: the bake (176: world
 #: matrix, positions, rotations, local translations and rotations) plus the writer's own arrays;
 #: measured as peak memory over 20,000 frames of an 83-bone model, rounded up.

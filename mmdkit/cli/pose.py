@@ -12,15 +12,13 @@ import click
 import numpy as np
 
 from mmdkit.animation.frames import parse_frames
-from mmdkit.cli._common import (CLIP_HELP, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP, VPD_OPTION_HELP,
-                                apply_vpd_options, compile_note, load_model_motion, report_binding, save_npz_atomic,
-                                show_progress)
+from mmdkit.cli._common import (CLIP_HELP, FRAMES_DEFAULT, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP,
+                                VPD_OPTION_HELP, apply_vpd_options, compile_note, load_model_motion, report_binding,
+                                save_npz_atomic, show_progress)
 from mmdkit.cli._frames import warn_past_end
 from mmdkit.cli._memory import check_frames_memory, out_of_memory_blames
 from mmdkit.cli._output import check_output, writing
 from mmdkit.errors import OptionError
-
-FRAMES_DEFAULT = "0:"
 
 
 def _check_memory(spec: str, num_frames: int, model, vertices: bool) -> None:
@@ -64,10 +62,10 @@ def command(model_path, motion_path, clip, frames, output, physics, vertices, co
                                 "(other formats: mmdkit export)")
     with compile_note(quiet):
         model, motion, motion_label = load_model_motion(model_path, motion_path, clip, frames)
-        frame_list = parse_frames(frames, motion.last_frame if isinstance(motion, Motion) else 0)
+        last = motion.last_frame if isinstance(motion, Motion) else 0
+        frame_list = parse_frames(frames, last)
         _check_memory(frames, len(frame_list), model, vertices)
-        warn_past_end(frames if frames != FRAMES_DEFAULT else None, frame_list,
-                      motion.last_frame if isinstance(motion, Motion) else 0, motion_label)
+        warn_past_end(frames if frames != FRAMES_DEFAULT else None, frame_list, last, motion_label)
         report_binding(model, motion, motion_label, quiet=quiet)
         motion = apply_vpd_options(model, motion, vpd_specs)
         with out_of_memory_blames("--frames", f"posing '{frames}' ({len(frame_list):,} frames of {model_path}"

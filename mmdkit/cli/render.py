@@ -12,9 +12,9 @@ import time
 import click
 
 from mmdkit.animation.frames import MOTION_FPS, parse_frames
-from mmdkit.cli._common import (CLIP_HELP, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP, VPD_OPTION_HELP,
-                                apply_vpd_options, compile_note, load_as, load_model_motion, report_binding,
-                                show_progress, warn)
+from mmdkit.cli._common import (CLIP_HELP, FRAMES_DEFAULT, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP,
+                                VPD_OPTION_HELP, apply_vpd_options, compile_note, load_as, load_model_motion,
+                                report_binding, show_progress, warn)
 from mmdkit.cli._frames import compile_clock, warn_past_end
 from mmdkit.cli._output import check_output, count, writing
 from mmdkit.errors import OptionError
@@ -76,7 +76,7 @@ def _load(demo, model_path, motion_path, clip, camera_path, vpd_specs, frames, f
     camera = load_as(camera_path, Motion, "camera motion (.vmd)", arg="--camera") if camera_path else None
     last = max(motion.last_frame, camera.last_frame if camera is not None else 0)
     typed = frames if not demo else None
-    frame_list = parse_frames(frames or "0:", max(last, 1), default_step=MOTION_FPS / fps)
+    frame_list = parse_frames(frames or FRAMES_DEFAULT, max(last, 1), default_step=MOTION_FPS / fps)
     warn_past_end(typed, frame_list, last, camera_path if last > motion.last_frame else motion_label)
     if not demo:
         report_binding(model, motion, motion_label, quiet=quiet)
