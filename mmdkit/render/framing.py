@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from mmdkit.runtime import Character
+from mmdkit.runtime.crowd import rest_box
 from mmdkit.skinning.bounds import BoneBoxes
 
 #: Frames posed at most to find the box (evenly spread over the rendered ones).
@@ -50,11 +51,7 @@ def motion_box(model, motion, frames, offsets=None, samples: int = FRAMING_SAMPL
                 lo = np.minimum(lo, (center - reach)[ok].min(0))
                 hi = np.maximum(hi, (center + reach)[ok].max(0))
     if not (lo <= hi).all():  # no motion (or nothing posed): the rest pose
-        if model.num_vertices:
-            lo, hi = model.vertex_position.min(0).astype(np.float64), model.vertex_position.max(0).astype(np.float64)
-        else:
-            rest = np.asarray(model.bone_position, np.float64)
-            lo, hi = (rest.min(0), rest.max(0)) if len(rest) else (np.zeros(3), np.zeros(3))
+        lo, hi = rest_box(model)
     if offsets is not None and len(offsets):
         off = np.asarray(offsets, np.float64)
         lo, hi = lo + off.min(0), hi + off.max(0)

@@ -22,7 +22,7 @@ from mmdkit.animation.frames import check_frames, output_frames
 from mmdkit.errors import OptionError
 from mmdkit.physics import physics_for
 from mmdkit.runtime import Character, play, seconds_at
-from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET, crowd_offsets, crowd_spacing
+from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET, crowd_offsets, crowd_spacing, rest_box
 from mmdkit.render.camera import auto_view, fit_view, mmd_view, perspective
 from mmdkit.render.framing import motion_box
 from mmdkit.render.geometry import morph_rows
@@ -138,8 +138,7 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
         for w in ren.warnings:
             warn(w)
         dancers = _Crowd(model, motion, crowd, physics, frames, crowd_frame_offset)
-        lo, hi = model.vertex_position.min(0), model.vertex_position.max(0)
-        offsets = crowd_offsets(crowd, crowd_spacing(lo, hi))
+        offsets = crowd_offsets(crowd, crowd_spacing(*rest_box(model)))
         ren.set_instance_offsets(offsets)
         shots = _Shots(model, motion, camera, frames, size[0] / size[1], offsets)
         if shots.box is not None:

@@ -2,7 +2,7 @@
 (``mmdkit render --crowd N``, ``mmdkit view --crowd N``).
 
 In: n characters, the box (lo, hi) (3,) one character fills (MMD model space: its motion's sweep,
-or its rest pose). Out: ``crowd_spacing(lo, hi)`` → grid step (MMD units); ``crowd_offsets(n,
+or its rest pose: ``rest_box(model)``). Out: ``crowd_spacing(lo, hi)`` → grid step (MMD units); ``crowd_offsets(n,
 spacing)`` → (n, 3) float32 model-space offsets, a grid, front row first, centred on x;
 ``CROWD_FRAME_OFFSET``: character k plays k × this many motion frames ahead of the first.
 """
@@ -15,6 +15,14 @@ import numpy as np
 
 CROWD_FRAME_OFFSET = 7.0
 """Motion frames between one character of a crowd and the next (they do not move in unison)."""
+
+
+def rest_box(model) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) (3,) float64, model space: the box of the model's vertices in its rest pose (a model
+    without a mesh: its bones' rest positions; zeros for an empty one)."""
+    points = model.vertex_position if model.num_vertices else model.bone_position
+    points = np.asarray(points, np.float64).reshape(-1, 3)
+    return (points.min(0), points.max(0)) if len(points) else (np.zeros(3), np.zeros(3))
 
 
 def crowd_spacing(lo, hi) -> float:

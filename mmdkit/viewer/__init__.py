@@ -103,14 +103,11 @@ def crowd_info(model, n: int, scale: float) -> dict:
     import numpy as np
 
     from mmdkit.importers.scene import Space
-    from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET, crowd_offsets, crowd_spacing
+    from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET, crowd_offsets, crowd_spacing, rest_box
 
     if int(n) < 1:
         raise OptionError("crowd", f"must be at least 1 character, got {n}")
-    points = model.vertex_position if model.num_vertices else model.bone_position
-    points = np.asarray(points, np.float64).reshape(-1, 3)
-    lo, hi = (points.min(0), points.max(0)) if len(points) else (np.zeros(3), np.zeros(3))
-    offsets = crowd_offsets(int(n), crowd_spacing(lo, hi))
+    offsets = crowd_offsets(int(n), crowd_spacing(*rest_box(model)))
     return {"crowd_offset": np.round(Space(scale=scale, flip_z=True).points(offsets), 6).tolist(),
             "crowd_frame_offset": CROWD_FRAME_OFFSET}
 
