@@ -39,14 +39,17 @@ CLIP_HELP = ("A clip the MODEL file carries (glTF animations), by NAME or INDEX,
              "[default: the first]; frame f is time f/30 s of the clip.")
 
 
-def load_model_motion(model_path: str, motion_path: str | None, clip: str | None, frames: str | None = None):
+def load_model_motion(model_path: str, motion_path: str | None, clip: str | None, frames: str | None = None, *,
+                      rest_pose: bool = False):
     """(model, motion or pose, label naming the motion's source): MOTION loaded when given, else the
-    ``clip`` (name or index, default the first) of an imported MODEL (OptionError when it has none),
-    baked only around the ``--frames`` spec ``frames`` when given.
+    ``clip`` (name or index, default the first) of an imported MODEL (OptionError when it has none;
+    with ``rest_pose`` and no --clip: None, the rest pose), baked only around the ``--frames`` spec
+    ``frames`` when given.
     The loading is ``mmdkit.runtime.loading``'s, which batch jobs share."""
     from mmdkit.runtime.loading import load_model_motion as _load_model_motion
 
-    return _load_model_motion(model_path, motion_path, clip, warn=warn, shown=SHOWN_WARNINGS, frames=frames)
+    return _load_model_motion(model_path, motion_path, clip, warn=warn, shown=SHOWN_WARNINGS, frames=frames,
+                              rest_pose=rest_pose)
 
 
 def _flag(name: str) -> bool:

@@ -36,19 +36,14 @@ def _check(demo, model_path, audio_path, crowd=1) -> None:
 
 
 def _inputs(demo, model_path, motion_path, clip, camera_path):
-    """(model, motion or None, camera or None, binding label) as typed, or the demo's."""
-    from mmdkit import Model, Motion
+    """(model, motion or None, camera or None) as typed, or the demo's."""
+    from mmdkit import Motion
     from mmdkit.demo import demo_paths
 
     if demo:
         model_path, motion_path = (str(p) for p in demo_paths())
-    if motion_path or clip is not None:
-        model, motion, _ = load_model_motion(model_path, motion_path, clip)
-    else:  # a model alone: its first clip when it carries some (glTF), else the rest pose
-        from mmdkit.importers import clips_of
-
-        model = load_as(model_path, Model, "model (.pmx/.pmd/.glb/.gltf/.vrm)")
-        motion = clips_of(model).get_clip(0, "--clip")[1] if clips_of(model) else None
+    # a model alone: its first clip when it carries some (glTF), else the rest pose
+    model, motion, _ = load_model_motion(model_path, motion_path, clip, rest_pose=True)
     camera = load_as(camera_path, Motion, "camera motion (.vmd)", arg="--camera") if camera_path else None
     if camera is not None and not camera.num_camera_keys:
         raise OptionError("--camera", f"{camera_path} has no camera keys")

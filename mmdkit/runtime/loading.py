@@ -25,7 +25,7 @@ CLI_NAMES = {"model": "MODEL", "motion": "MOTION", "clip": "--clip", "vpd": "--v
 """How the command line names each input."""
 MANIFEST_NAMES = {"model": "model", "motion": "motion", "clip": "clip", "vpd": "vpd", "camera": "camera"}
 """How a batch manifest names each input (its keys)."""
-MODEL_KINDS = "model (.pmx/.pmd/.glb/.gltf)"
+MODEL_KINDS = "model (.pmx/.pmd/.glb/.gltf/.vrm)"
 MOTION_KINDS = "motion (.vmd) or pose (.vpd)"
 
 
