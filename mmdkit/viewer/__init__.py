@@ -5,7 +5,8 @@ in its rest pose, as mmdkit's glTF exporter writes them), options. Out: a runnin
 (``start()``: its ``url`` at once; ``show(...)``: the model; ``stop()``; inline in Jupyter through
 ``_repr_html_``). The page (static/, three.js vendored under static/three/, MIT) loads the GLB
 once, then fetches each frame's bone transforms and morph weights, which a background thread bakes
-with ``mmdkit.runtime.Character`` (Bullet physics on and off) ahead of the playhead; the browser interpolates between frames at its own rate.
+with ``mmdkit.runtime.Character`` (Bullet physics on and off) ahead of the playhead; the browser
+interpolates between frames at its own rate.
 A sink beside render and export: it imports runtime, physics and below, never render or export.
 """
 
