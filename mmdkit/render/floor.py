@@ -29,6 +29,10 @@ class Floor:
         corners = np.array([-1, -1, 1, -1, -1, 1, 1, 1], np.float32)
         self._vbo = ctx.buffer(corners.tobytes())
         self._vao = ctx.vertex_array(self.program, [(self._vbo, "2f", "in_corner")])
+        p = self.program
+        p["u_grid"].value = GRID_UNITS
+        p["u_color"].value = FLOOR_COLOR
+        p["u_line_color"].value = FLOOR_LINE_COLOR
         self.place((0.0, 0.0, 0.0), 50.0)
 
     def place(self, center, radius: float) -> None:
@@ -36,9 +40,6 @@ class Floor:
         p = self.program
         p["u_center"].value = (float(center[0]), 0.0, float(center[2]))
         p["u_radius"].value = float(max(radius, 1e-3))
-        p["u_grid"].value = GRID_UNITS
-        p["u_color"].value = FLOOR_COLOR
-        p["u_line_color"].value = FLOOR_LINE_COLOR
 
     def draw(self, view, proj, background, eye_distance: float) -> None:
         p = self.program
