@@ -44,3 +44,29 @@ def test_sigterm_mid_pose_stops_promptly_and_writes_nothing(assets, tmp_path):
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert stopped_in < 10 and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_sigterm_inside_a_finalizer_still_stops():
+    """A SIGTERM that lands while a ``__del__`` runs (a GL object collected mid-render) must not be
+    lost: Python drops an exception raised in a finalizer, so the handler tries again after it."""
+    script = """
+import os, signal
+from mmdkit import cli
+
+class Collected:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(200000):  # the handler runs here, inside the finalizer
+            pass
+
+signal.signal(signal.SIGTERM, cli._on_sigterm)
+try:
+    Collected()
+    for _ in range(10 ** 9):
+        pass
+    print("not stopped")
+except cli._Terminated as e:
+    print("stopped", e.code)
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.stdout.strip() == "stopped 143", run.stdout + run.stderr

@@ -88,8 +88,26 @@ class _Terminated(SystemExit):
     remove their temp files) and is not swallowed by ``except Exception``."""
 
 
+_RETRY_SECONDS = 0.01
+
+
 def _on_sigterm(signum, frame):
-    raise _Terminated(128 + signum)
+    """Raise ``_Terminated``, except inside a finalizer: Python prints and drops an exception a
+    ``__del__`` raises (a GL object collected mid-render), so the stop would be lost; there it
+    tries again ``_RETRY_SECONDS`` later (SIGALRM), once the finalizer has returned."""
+    if _in_finalizer(frame):
+        signal.signal(signal.SIGALRM, _on_sigterm)
+        signal.setitimer(signal.ITIMER_REAL, _RETRY_SECONDS)
+        return
+    raise _Terminated(128 + signal.SIGTERM)
+
+
+def _in_finalizer(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _flag_names(argv) -> dict:
@@ -162,4 +180,7 @@ def main(argv=None):
         gc.set_threshold(*gc_threshold)
         if in_main_thread:  # None: the old handler was not set from Python; the default it is
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+            if signal.getsignal(signal.SIGALRM) is _on_sigterm:  # a retry still armed: disarmed
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, signal.SIG_DFL)
     sys.exit(code if isinstance(code, int) else 0)
