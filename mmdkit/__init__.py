@@ -1,7 +1,10 @@
 """mmdkit: load, animate, simulate, skin and render MikuMikuDance data, headless.
 
 Entry points: ``load(path)`` → Model | Motion | Pose; ``save(obj, path)``; ``view(model, motion)``
-(an interactive viewer in the browser or inline in Jupyter).
+(an interactive viewer in the browser or inline in Jupyter). Importing the package registers the
+importers' readers (.glb/.gltf/.vrm, Assimp's formats) with ``mmdkit.formats``, beside MMD's own
+formats, so every ``load`` — this one or ``mmdkit.formats.io.load`` — reads them; each importer
+module is imported the first time a file of its kind is read.
 """
 
 from __future__ import annotations
@@ -10,11 +13,32 @@ import mmdkit.threads  # noqa: F401  (numba's threads set up before any kernel r
 from mmdkit.animation.motion import Motion, Pose
 from mmdkit.errors import (BuildError, FormatError, MmdkitError, OptionError, PhysicsError, RenderError,
                            UnavailableError)
+from mmdkit.formats import ASSIMP_EXTENSIONS, register_reader
 from mmdkit.model.model import Model
 
 __version__ = "0.1.0"
 __all__ = ["Model", "Motion", "Pose", "FormatError", "BuildError", "MmdkitError", "OptionError", "UnavailableError",
            "PhysicsError", "RenderError", "load", "save", "view"]
+
+
+def _read_gltf(data: bytes, path: str = "") -> Model:
+    """A .glb/.gltf/.vrm file's bytes → Model (``mmdkit.importers.gltf``)."""
+    from mmdkit.importers.gltf import read_gltf_model
+
+    return read_gltf_model(data, path)
+
+
+def _read_assimp(data: bytes, path: str = "") -> Model:
+    """A file Assimp reads (.fbx, .x, .dae, …) → Model (``mmdkit.importers.assimp``)."""
+    from mmdkit.importers.assimp import read_assimp_model
+
+    return read_assimp_model(data, path)
+
+
+for _ext in (".glb", ".gltf", ".vrm"):  # VRM 0.x/1.0: a GLB with a humanoid
+    register_reader(_ext, _read_gltf, "model")
+for _ext in ASSIMP_EXTENSIONS:
+    register_reader(_ext, _read_assimp, "model")
 
 
 def load(path):
@@ -50,7 +74,7 @@ def view(model, motion=None, *, camera=None, audio=None, physics: bool = True, h
 
     from mmdkit.export.gltf import write_gltf
     from mmdkit.export.gltf.animation import camera_pose
-    from mmdkit.importers.scene import MMD_UNITS_PER_METRE, Space
+    from mmdkit.model.space import MMD_UNITS_PER_METRE, Space
     from mmdkit.viewer import num_frames, start
     from mmdkit.viewer.cache import cached_glb, glb_cache_key, store_glb
 

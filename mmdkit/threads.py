@@ -15,6 +15,8 @@ In: the environment (what the user set wins). Out:
   parallel kernels at once (mmdkit's skinner may be called from several threads).
 - ``set_threads(count)``: how many numba threads the parallel kernels launched from the calling
   thread use (clamped to 1 … ``NUMBA_NUM_THREADS``); ``using_threads(count)`` for one block.
+- ``import_numba_without_blas_probe()``: numba's array maths imported without its ~0.35 s BLAS
+  probe (the CLI calls it before a command that runs kernels).
 """
 
 from __future__ import annotations
@@ -58,6 +60,20 @@ def using_threads(count: int | None):
         yield
     finally:
         numba.set_num_threads(old)
+
+
+def import_numba_without_blas_probe() -> None:
+    """Import numba's array maths with its BLAS probe answered 'none'. At import it probes for a
+    BLAS by importing ``scipy.linalg`` where SciPy is installed: ~0.35 s of every command that
+    runs a kernel. mmdkit's kernels call no BLAS routine (numba then lowers ``np.dot`` itself);
+    ``scipy.linalg`` is blocked only during this import and imports normally afterwards."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    sys.modules["scipy.linalg"] = None  # the probe's import fails at once: no BLAS
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        del sys.modules["scipy.linalg"]
 
 
 configure()

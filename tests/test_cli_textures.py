@@ -16,7 +16,7 @@ from PIL import Image
 from mmdkit.errors import FormatError
 from mmdkit.formats.pmx import write_pmx
 from mmdkit.model.builder import ModelBuilder
-MAX_TEXTURE_EDGE = 4096  # mmdkit.render.textures.MAX_TEXTURE_EDGE, as documented
+MAX_TEXTURE_EDGE = 4096  # mmdkit.model.textures.MAX_TEXTURE_EDGE, as documented
 WIDE = (5000, 12)  # over the cap, yet cheap to decode
 
 
@@ -44,7 +44,7 @@ def _png_header_only(width: int, height: int) -> bytes:
 
 
 def test_read_texture_downscales_over_the_cap_and_says_so(tmp_path):
-    from mmdkit.render.textures import MAX_TEXTURE_EDGE as cap, read_texture
+    from mmdkit.model.textures import MAX_TEXTURE_EDGE as cap, read_texture
 
     assert cap == MAX_TEXTURE_EDGE
     for mode, colour in (("RGB", (200, 20, 20)), ("RGBA", (200, 20, 20, 128)), ("P", 3), ("L", 90)):
@@ -66,7 +66,7 @@ def test_read_texture_downscales_over_the_cap_and_says_so(tmp_path):
 def test_pillow_bomb_limits_become_mmdkit_messages(tmp_path, monkeypatch):
     import PIL.Image
 
-    from mmdkit.render.textures import read_texture
+    from mmdkit.model.textures import read_texture
 
     Image.new("RGB", WIDE).save(tmp_path / "wide.png")
     monkeypatch.setattr(PIL.Image, "MAX_IMAGE_PIXELS", 40_000)  # 60,000 pixels: over it, under twice it

@@ -245,7 +245,7 @@ def test_sdef_is_linearised_with_one_warning(tmp_path):
 
 
 def test_camera_becomes_an_animated_camera_node(tmp_path):
-    from mmdkit.render.camera import mmd_view
+    from mmdkit.animation.view import mmd_view
 
     model = _two_bone_model()
     cam = MotionBuilder(model_name="camera")

@@ -18,7 +18,7 @@ from mmdkit.errors import FormatError
 from mmdkit.formats.gltf import read_gltf
 from mmdkit.formats.gltf.scene import MAX_DEPTH, MAX_NODES
 from mmdkit.importers import import_scene
-from mmdkit.importers.scene import MAX_PRIMITIVES
+from mmdkit.importers.skeleton import MAX_PRIMITIVES
 from mmdkit.runtime import pose
 
 

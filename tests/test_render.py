@@ -17,7 +17,7 @@ from mmdkit.runtime import Character
 from mmdkit.render.camera import mmd_view, perspective
 from mmdkit.render.gl import Renderer, create_context
 from mmdkit.render.pipeline import render_still
-from mmdkit.render.textures import resolve_texture
+from mmdkit.model.textures import resolve_texture
 
 DATA = __import__("pathlib").Path(__file__).parent / "data"
 
@@ -545,7 +545,7 @@ def test_audio_mistakes_are_one_line_option_errors(tmp_path):
 
 def test_material_table_resolves_pmd_rules(tmp_path):
     """PMD-only rules live in the table, so a backend never asks which format a model came from."""
-    from mmdkit.render.materials import material_table
+    from mmdkit.model.materials import material_table
 
     mb = ModelBuilder("rules")
     b = mb.add_bone("root", (0, 0, 0))

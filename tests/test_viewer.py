@@ -35,7 +35,7 @@ from mmdkit.animation.builder import MotionBuilder
 from mmdkit.cli import main
 from mmdkit.demo import demo_character
 from mmdkit.export.gltf.animation import camera_pose
-from mmdkit.importers.scene import Space, quaternions_from_rotations
+from mmdkit.model.space import Space, quaternions_from_rotations
 from mmdkit.physics import physics_for
 from mmdkit.runtime import pose
 from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET, crowd_offsets, crowd_spacing
@@ -171,7 +171,7 @@ def reference():
     """Gene + WAVEFILE posed by mmdkit at frames 0..SCRUB, with and without physics."""
     model, motion = demo_character()
     frames = np.arange(SCRUB + 1, dtype=np.float64)
-    out = pose(model, motion, frames, physics=physics_for(model, True))
+    out = pose(model, motion, frames, physics=True)
     return model, out["bone_world"][SCRUB], pose(model, motion, [SCRUB])["bone_world"][0], out["morph_weight"]
 
 

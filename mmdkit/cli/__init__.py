@@ -17,6 +17,7 @@ import threading
 import click
 
 from mmdkit.errors import MmdkitError, OptionError
+from mmdkit.threads import import_numba_without_blas_probe
 
 #: The garbage collector's generation-0 threshold while a command runs (Python's default: 700).
 #: Start-up (numpy, numba's first use, the loaded files) makes ~180k objects that live as long as
@@ -129,20 +130,6 @@ def _one_line(e: BaseException, argv) -> str:
         flag = _flag_names(argv).get(e.option)
         text = f"{flag}: {e.detail}" if flag else text
     return " ".join(text.split("\n"))
-
-
-def import_numba_without_blas_probe() -> None:
-    """Import numba's array maths with its BLAS probe answered 'none'. At import it probes for a
-    BLAS by importing ``scipy.linalg`` where SciPy is installed: ~0.35 s of every command that
-    runs a kernel. mmdkit's kernels call no BLAS routine (numba then lowers ``np.dot`` itself);
-    ``scipy.linalg`` is blocked only during this import and imports normally afterwards."""
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
-        return
-    sys.modules["scipy.linalg"] = None  # the probe's import fails at once: no BLAS
-    try:
-        import numba.np.arraymath  # noqa: F401
-    finally:
-        del sys.modules["scipy.linalg"]
 
 
 def main(argv=None):

@@ -7,7 +7,8 @@ copies the model's texture files (and writes the images a GLB holds) into the de
 folder at the same relative paths, so the stored (relative) paths stay valid there. Paths are
 copied rather than rewritten: a rewritten path would leave the model's folder ('../'), which
 the renderer refuses. Files are looked up as the renderer and the glTF exporter do
-(``mmdkit.render.textures.texture_source``) and copied as they are (a texture over
+(``mmdkit.model.textures.texture_source``), the PMD toon files a model may use are the material
+table's (``mmdkit.model.materials``), and files are copied as they are (a texture over
 ``MAX_TEXTURE_EDGE`` is downscaled where it is drawn or exported, not here).
 """
 
@@ -21,6 +22,8 @@ import numpy as np
 from mmdkit.errors import FormatError
 from mmdkit.fileutil import atomic_path
 from mmdkit.model import model as M
+from mmdkit.model.materials import material_table
+from mmdkit.model.textures import texture_source
 
 _MORPH_KIND_NAMES = {M.MORPH_GROUP: "group", M.MORPH_BONE: "bone", M.MORPH_UV: "UV", M.MORPH_UV1: "additional-UV",
                      M.MORPH_UV2: "additional-UV", M.MORPH_UV3: "additional-UV", M.MORPH_UV4: "additional-UV",
@@ -55,14 +58,11 @@ def pmd_losses(model) -> list[str]:
     return lines
 
 
-def _texture_names(model) -> list[str]:
-    """Stored texture paths, plus a PMD's toon01..10.bmp its materials share (looked up in its folder)."""
-    names = [t for t in model.texture_path if t]
-    if model.source_format == "pmd":
-        shared = np.asarray(model.material_toon_shared, bool)
-        for k in sorted(set(np.clip(np.asarray(model.material_toon_index)[shared], 0, 9).tolist())):
-            names.append(f"toon{k + 1:02d}.bmp")
-    return names
+def _texture_names(model) -> tuple[list[str], set[str]]:
+    """(stored texture paths, plus the toon files its materials may take from its folder — a PMD's
+    shared toon01..10.bmp; those optional ones, which may be absent)."""
+    optional = sorted({im.toon for im in material_table(model).images if im.toon_optional})
+    return [t for t in model.texture_path if t] + optional, set(optional)
 
 
 def _write_embedded(embedded: dict[str, bytes], dst_dir: str) -> int:
@@ -95,8 +95,6 @@ def import_losses(model) -> list[str]:
 def carry_textures(model, src: str, dst: str) -> tuple[int, list[str]]:
     """Copy the texture files of ``model`` (read from ``src``) beside ``dst`` at the same relative
     paths. Returns (files copied, messages about files that could not be carried)."""
-    from mmdkit.render.textures import texture_source
-
     src_dir = os.path.realpath(os.path.dirname(os.path.abspath(src)))
     dst_dir = os.path.realpath(os.path.dirname(os.path.abspath(dst)))
     embedded = (model.source_extras or {}).get("embedded_textures", {})
@@ -104,14 +102,15 @@ def carry_textures(model, src: str, dst: str) -> tuple[int, list[str]]:
     if src_dir == dst_dir:
         return copied, []
     notes = []
-    for stored in dict.fromkeys(n for n in _texture_names(model) if n not in embedded):
+    names, optional = _texture_names(model)
+    for stored in dict.fromkeys(n for n in names if n not in embedded):
         try:
             found = texture_source(stored, src_dir, None)  # the lookup the renderer and exporter use
         except FormatError as e:  # leaves the model folder
             notes.append(f"{e}; not copied")
             continue
         if found is None:
-            if not stored.startswith("toon"):
+            if stored not in optional:
                 notes.append(f"texture '{stored}' not found in {src_dir}; not copied")
             continue
         target = os.path.join(dst_dir, os.path.relpath(found, src_dir))

@@ -90,7 +90,7 @@ def binding(model, motion) -> dict:
 def missing_textures(model) -> list[str]:
     """The model's stored texture paths that name no file inside its folder (looked up as the
     renderer does: case-insensitive, never outside the folder)."""
-    from mmdkit.render.textures import model_folder, texture_source
+    from mmdkit.model.textures import model_folder, texture_source
 
     folder = model_folder(model)
     if folder is None:

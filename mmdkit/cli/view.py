@@ -13,10 +13,10 @@ import time
 
 import click
 
-from mmdkit.cli import import_numba_without_blas_probe
 from mmdkit.cli.render import MAX_CROWD
 from mmdkit.cli._common import CLIP_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, load_model_motion
 from mmdkit.errors import OptionError
+from mmdkit.threads import import_numba_without_blas_probe
 from mmdkit.viewer import read_audio
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from mmdkit.export.humanoid import JointSet, joint_pose, joint_set
 from mmdkit.export.npz import check_scale
 from mmdkit.fileutil import atomic_path
+from mmdkit.model.space import Space
 
 OPTIONS = ("joints", "scale")
 POSITION_TOLERANCE = 5e-4
@@ -43,7 +44,6 @@ ROOT_NAME = "mmd_root"
 """The joint added above the model's roots when it has several (BVH has one ROOT)."""
 TRANSLATION_SUFFIX = "_translation"
 """Name suffix of the joint that carries a non-root joint's translation."""
-_FLIP = np.array([1.0, 1.0, -1.0])
 _RESERVED = str.maketrans({c: "_" for c in "[].:/\\"})
 """Characters three.js's PropertyBinding cannot have in a node name (its track names would not bind)."""
 _ROT = "Zrotation Xrotation Yrotation"
@@ -137,12 +137,13 @@ class _Node:
 
 def _nodes(baked, js: JointSet, s: float) -> _Node:
     """The BVH joint tree → its ROOT (ROOT_NAME above the model's roots when it has several)."""
+    to_bvh = Space(scale=s, flip_z=True)  # MMD → BVH: z negated, × s
     jp = joint_pose(baked, js)
     F, J = jp.position.shape[:2]
     parent = js.joint_parent
     rest = jp.rest_position
     rest_offset = rest - np.where(parent[:, None] >= 0, rest[np.maximum(parent, 0)], 0.0)
-    euler = _quat_to_zxy_degrees(jp.local_rotation * np.array([-1.0, -1.0, 1.0, 1.0]))  # (F,J,3)
+    euler = _quat_to_zxy_degrees(to_bvh.quaternions(jp.local_rotation))  # (F,J,3)
     move = np.linalg.norm(jp.local_translation, axis=2).max(axis=0)
     roots = np.flatnonzero(parent < 0)
     synthetic = len(roots) > 1  # then the model's roots are inner joints like any other
@@ -155,14 +156,14 @@ def _nodes(baked, js: JointSet, s: float) -> _Node:
     for j in parents_first(parent):
         if parent[j] < 0 and not synthetic:  # the ROOT: OFFSET 0, absolute positions
             node = top = _Node(names[j], np.zeros(3), f"{_POS} {_ROT}",
-                               np.concatenate([jp.position[:, j] * _FLIP * s, euler[:, j]], axis=1))
+                               np.concatenate([to_bvh.points(jp.position[:, j]), euler[:, j]], axis=1))
         else:
-            node = top = _Node(names[j], rest_offset[j] * _FLIP * s, _ROT, euler[:, j])
+            node = top = _Node(names[j], to_bvh.points(rest_offset[j]), _ROT, euler[:, j])
             if positioned[j]:  # a translation joint above: OFFSET 0, the move from the rest offset
-                move_j = np.concatenate([jp.local_translation[:, j] * _FLIP * s, np.zeros((F, 3))], axis=1)
+                move_j = np.concatenate([to_bvh.points(jp.local_translation[:, j]), np.zeros((F, 3))], axis=1)
                 top = _Node(names[J + j], np.zeros(3), f"{_POS} {_ROT}", move_j, [node])
         if not has_child[j]:
-            node.end = _end_offset(baked.model, int(js.joint_bone[j])) * _FLIP * s
+            node.end = to_bvh.points(_end_offset(baked.model, int(js.joint_bone[j])))
         nodes[j] = node
         (nodes[parent[j]].children if parent[j] >= 0 else tops).append(top)
     if synthetic:

@@ -1,7 +1,7 @@
 """Readers and writers registered per file extension (like trimesh's loaders).
 
 In: ``register_reader(ext, fn, kind)`` / ``register_writer(ext, type, fn)`` calls, where ``fn``
-is a callable or a lazy ``"module:function"`` string imported on first use. Out:
+is a callable (to keep a heavy module lazy, a small function that imports it when called). Out:
 ``reader_for(path)`` → ``Reader`` (``.read(data, path)`` → the built object) and
 ``writer_for(obj, path)`` → ``fn(obj) -> bytes``; both raise ``FormatError`` naming the file
 and the known extensions. ``mmdkit.load``/``mmdkit.save`` (``formats/io.py``) go through here.
@@ -9,19 +9,10 @@ and the known extensions. ``mmdkit.load``/``mmdkit.save`` (``formats/io.py``) go
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from mmdkit.errors import FormatError
-
-
-def _resolve(fn):
-    """A callable, or 'package.module:name' imported now (keeps numba-heavy readers lazy)."""
-    if callable(fn):
-        return fn
-    module, _, name = fn.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
@@ -34,7 +25,7 @@ class Reader:
     kind: str
 
     def read(self, data: bytes, path: str = ""):
-        return _resolve(self.fn)(data, path)
+        return self.fn(data, path)
 
 
 _READERS: dict[str, Reader] = {}
@@ -46,15 +37,22 @@ def _norm(ext: str) -> str:
     return ext if ext.startswith(".") else "." + ext
 
 
+def _check_callable(fn, ext: str) -> None:
+    if not callable(fn):
+        raise TypeError(f"the reader or writer registered for {ext!r} must be a function, not {fn!r}")
+
+
 def register_reader(ext: str, fn, kind: str) -> None:
     """Make ``load`` read files ending in ``ext`` ('.pmx', 'glb', any case) with
     ``fn(data: bytes, path: str)``; a later registration for the same extension replaces it."""
+    _check_callable(fn, ext)
     ext = _norm(ext)
     _READERS[ext] = Reader(ext, fn, kind)
 
 
 def register_writer(ext: str, type_: type, fn) -> None:
     """Make ``save`` write instances of ``type_`` to ``ext`` files with ``fn(obj) -> bytes``."""
+    _check_callable(fn, ext)
     ext = _norm(ext)
     _WRITERS[ext] = [(t, f) for t, f in _WRITERS.get(ext, []) if t is not type_] + [(type_, fn)]
 
@@ -87,5 +85,5 @@ def writer_for(obj, path="", ext: str | None = None):
         raise _unknown(path, ext, tuple(_WRITERS))
     for type_, fn in _WRITERS[ext]:
         if isinstance(obj, type_):
-            return _resolve(fn)
+            return fn
     raise FormatError(f"cannot write a {type(obj).__name__} as {ext}", path=str(path))

@@ -8,7 +8,8 @@ the clips of an imported model: {name: Motion}, frame f = time f/30 s of the cli
 
 from mmdkit.importers.clips import Clips, clip_motion
 from mmdkit.importers.gltf import load_gltf_model, load_gltf_scene, read_gltf_model, read_gltf_scene
-from mmdkit.importers.scene import MMD_UNITS_PER_METRE, clips_of, import_scene
+from mmdkit.importers.scene import clips_of, import_scene
+from mmdkit.model.space import MMD_UNITS_PER_METRE
 
 __all__ = ["import_scene", "clips_of", "Clips", "clip_motion", "load_gltf_model", "load_gltf_scene",
            "read_gltf_model", "read_gltf_scene", "MMD_UNITS_PER_METRE"]

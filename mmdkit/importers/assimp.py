@@ -26,8 +26,9 @@ from mmdkit.formats.io import read_bytes
 from mmdkit.importers import assimp_process
 from mmdkit.importers.assimp_checks import check_numbers, check_x_skin_weights
 from mmdkit.importers.clips import Clips
-from mmdkit.importers.scene import MMD_UNITS_PER_METRE, import_scene, quaternions_from_rotations
+from mmdkit.importers.scene import import_scene
 from mmdkit.model.model import Model
+from mmdkit.model.space import MMD_UNITS_PER_METRE, quaternions_from_rotations
 
 __all__ = ["EXTENSIONS", "DEFAULT_FLAGS", "read_assimp_raw", "assimp_asset", "unit_scale", "read_assimp_scene",
            "read_assimp_model", "load_assimp_scene", "load_assimp_model"]

@@ -2,7 +2,7 @@
 
 In: the scene, its ``Skeleton`` and ``Space`` (from ``import_scene``) and a clip name or index.
 Out: a ``Motion`` with one linear key per frame f = 0 … ⌈30·duration⌉ (time min(f/30, duration)
-s) — or only at the frames around those asked for (``Clips.get_clip(..., frames=)``) — for every bone that moves — with W_i(t) = rigid(J_i(t))·R_i⁻¹ (``mmdkit.importers.scene``) and
+s) — or only at the frames around those asked for (``Clips.get_clip(..., frames=)``) — for every bone that moves — with W_i(t) = rigid(J_i(t))·R_i⁻¹ (``mmdkit.importers.skeleton``) and
 x its translation, rotation q = rot(W_P)⁻¹·rot(W_i) and translation t = rot(W_P)⁻¹·(x_i − x_P) −
 (p_i − p_P) under parent bone P — and morph keys named by target (weight − the default weight
 baked into the mesh). Scale that differs from the bind is dropped with a warning.
@@ -25,7 +25,8 @@ from mmdkit.animation.motion import Motion
 from mmdkit.errors import FormatError, OptionError
 from mmdkit.formats.gltf.animation import clip_node_local, clip_target_weights
 from mmdkit.formats.gltf.scene import MAX_VALUE, world_matrices
-from mmdkit.importers.scene import Skeleton, Space, expand_budget, polar_rotations, quaternions_from_rotations
+from mmdkit.importers.skeleton import Skeleton, expand_budget, polar_rotations
+from mmdkit.model.space import Space, quaternions_from_rotations
 from mmdkit.text import encode_cp932
 
 _SCALE_TOLERANCE = 1e-3  # relative scale change from the bind that is reported as dropped

@@ -14,8 +14,9 @@ import re
 import numpy as np
 
 from mmdkit.errors import FormatError
-from mmdkit.importers.scene import Skeleton, Space, expand_budget, inverse, skin_joint_binds
+from mmdkit.importers.skeleton import Skeleton, expand_budget, inverse, skin_joint_binds
 from mmdkit.model.builder import ModelBuilder
+from mmdkit.model.space import Space
 
 _EXT = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/bmp": ".bmp"}
 _BIND_TOLERANCE = 1e-4

@@ -1,9 +1,9 @@
-"""Camera matrices for the renderer: MMD camera values or an automatic framing camera.
+"""The renderer's cameras: a framing camera for a box, and the light's camera for self-shadows.
 
-In: MMD camera values (target, Euler rotation, distance, fov) or a bounding box (``auto_view``
-with room around it, ``fit_view`` as tight as asked), all in MMD's left-handed coordinates.
-Out: (4,4) float32 view and projection matrices for OpenGL (right-handed): the only place the
-handedness flips (z → −z).
+In: a bounding box (``auto_view`` with room around it, ``fit_view`` as tight as asked) or a light
+direction and the sphere it must cover, in MMD's left-handed coordinates. Out: (4,4) float64
+view (and view-projection) matrices for OpenGL. The MMD camera maths itself (``mmd_view``,
+``perspective``, the z flip) is ``mmdkit.animation.view``'s, named here too for the pipeline.
 """
 
 from __future__ import annotations
@@ -12,29 +12,9 @@ import math
 
 import numpy as np
 
-FLIP_Z = np.diag([1.0, 1.0, -1.0, 1.0])
+from mmdkit.animation.view import look_at_gl, mmd_view, perspective
 
-
-def _rot(axis: int, a: float) -> np.ndarray:
-    c, s = math.cos(a), math.sin(a)
-    m = np.eye(3)
-    i, j = [(1, 2), (2, 0), (0, 1)][axis]
-    m[i, i], m[i, j], m[j, i], m[j, j] = c, -s, s, c
-    return m
-
-
-def look_at_gl(eye, target, up) -> np.ndarray:
-    """Right-handed OpenGL view matrix (4,4) float64 from GL-space eye/target/up."""
-    eye, target, up = (np.asarray(v, np.float64) for v in (eye, target, up))
-    f = target - eye
-    f /= np.linalg.norm(f)
-    s = np.cross(f, up)
-    s /= np.linalg.norm(s) + 1e-12
-    u = np.cross(s, f)
-    m = np.eye(4)
-    m[0, :3], m[1, :3], m[2, :3] = s, u, -f
-    m[:3, 3] = -m[:3, :3] @ eye
-    return m
+__all__ = ["auto_view", "fit_view", "light_view_proj", "mmd_view", "perspective"]
 
 
 def light_view_proj(direction, center, radius: float) -> np.ndarray:
@@ -51,29 +31,6 @@ def light_view_proj(direction, center, radius: float) -> np.ndarray:
     proj = np.diag([1.0 / r, 1.0 / r, -2.0 / (far - near), 1.0])
     proj[2, 3] = -(far + near) / (far - near)
     return proj @ view
-
-
-def perspective(fov_y_deg: float, aspect: float, near: float = 0.5, far: float = 2000.0) -> np.ndarray:
-    f = 1.0 / math.tan(math.radians(fov_y_deg) / 2)
-    m = np.zeros((4, 4))
-    m[0, 0] = f / aspect
-    m[1, 1] = f
-    m[2, 2] = (far + near) / (near - far)
-    m[2, 3] = 2 * far * near / (near - far)
-    m[3, 2] = -1
-    return m
-
-
-def mmd_view(target, rotation, distance) -> np.ndarray:
-    """View matrix (GL) of an MMD camera: eye = target + R·(0, 0, distance), R = Ry·Rx·Rz of
-    the negated stored angles (MMD's yaw-pitch-roll); model matrices stay in MMD space."""
-    rx, ry, rz = (float(v) for v in rotation)
-    R = _rot(1, -ry) @ _rot(0, -rx) @ _rot(2, -rz)
-    target = np.asarray(target, np.float64)
-    eye = target + R @ np.array([0.0, 0.0, float(distance)])
-    up = R @ np.array([0.0, 1.0, 0.0])
-    flip = np.array([1.0, 1.0, -1.0])
-    return look_at_gl(eye * flip, target * flip, up * flip) @ FLIP_Z
 
 
 def auto_view(bbox_min, bbox_max, fov_y_deg: float, aspect: float, yaw_deg: float = 0.0):

@@ -16,13 +16,15 @@ import moderngl
 import numpy as np
 
 from mmdkit.errors import OptionError, RenderError
+from mmdkit.model.materials import material_table
+from mmdkit.model.textures import model_folder
 from mmdkit.render import passes
 from mmdkit.render.context import build_programs, create_context
 from mmdkit.render.floor import Floor
 from mmdkit.render.geometry import Geometry
-from mmdkit.render.materials import MaterialValues, material_table
+from mmdkit.render.materials import MaterialValues
 from mmdkit.render.shadow import ShadowMap
-from mmdkit.render.textures import MaterialTextures, model_folder
+from mmdkit.render.textures import MaterialTextures
 
 LIGHT_COLOR = 154.0 / 255.0  # MMD's default light colour
 DEFAULT_LIGHT_DIR = (-0.5, -1.0, 0.5)

@@ -103,7 +103,7 @@ def crowd_info(model, n: int, scale: float) -> dict:
     ``crowd_frame_offset`` (character k shows motion frame f + k × it)."""
     import numpy as np
 
-    from mmdkit.importers.scene import Space
+    from mmdkit.model.space import Space
     from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET, crowd_offsets, crowd_spacing, rest_box
 
     if int(n) < 1:

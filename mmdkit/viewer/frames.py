@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from mmdkit.importers.scene import Space, quaternions_from_rotations
+from mmdkit.model.space import Space, quaternions_from_rotations
 from mmdkit.runtime import STAGES, Character, numba_threads
 
 BONE_FLOATS = 7

@@ -16,7 +16,7 @@ from collections import defaultdict
 import numpy as np
 
 from mmdkit.errors import FormatError
-from mmdkit.importers.scene import Space
+from mmdkit.model.space import Space
 from mmdkit.physics.setup import body_frames
 from mmdkit.skinning.bounds import BoneBoxes
 from mmdkit.viewer.frames import gltf_bones

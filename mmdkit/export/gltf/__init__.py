@@ -16,16 +16,15 @@ import os
 
 import numpy as np
 
-from mmdkit.errors import OptionError
 from mmdkit.animation.frames import MOTION_FPS
-from mmdkit.errors import check_number
+from mmdkit.errors import OptionError, check_number
 from mmdkit.export.gltf.animation import (Channel, add_animation, camera_channels, camera_pose, joint_channels,
                                           skeleton, weight_channel)
 from mmdkit.export.gltf.container import GltfDocument
 from mmdkit.export.gltf.materials import add_materials
 from mmdkit.export.gltf.mesh import add_mesh, deforming_bones, mesh_arrays
 from mmdkit.export.gltf.reduce import subtree_reach
-from mmdkit.importers.scene import MMD_UNITS_PER_METRE, Space
+from mmdkit.model.space import MMD_UNITS_PER_METRE, Space
 
 OPTIONS = ("camera", "scale", "reduce")
 TOLERANCE = 1e-4

@@ -15,8 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mmdkit.animation.camera import sample_camera
+from mmdkit.animation.view import FLIP_Z, mmd_view
 from mmdkit.export.gltf.reduce import (LERP_L2, LERP_WEIGHTED_L1, ROTATION_ANGLE, continuous_quaternions,
                                        joint_budgets, keep_keys)
+from mmdkit.model.space import quaternions_from_rotations
 
 STATIC = 1e-9
 """A joint whose local translation and rotation stay this close (glTF units / radians) to the rest
@@ -119,10 +122,6 @@ def camera_pose(camera_motion, frames: np.ndarray, space) -> tuple[np.ndarray, n
     """The MMD camera at ``frames`` as a glTF camera node: (eye (F, 3) glTF units, rotation (F, 4)
     x y z w (looking down its −Z, +Y up), fov (F,) degrees). The view is ``mmd_view``'s: eye =
     target + R·(0, 0, distance) looking at the target; a zero distance looks along R·(0, 0, 1)."""
-    from mmdkit.animation.camera import sample_camera
-    from mmdkit.importers.scene import quaternions_from_rotations
-    from mmdkit.render.camera import FLIP_Z, mmd_view
-
     cam = sample_camera(camera_motion, frames)
     dist = np.where(np.abs(cam["distance"]) < 1e-6, -1e-6, cam["distance"])
     view = np.stack([mmd_view(cam["position"][i], cam["rotation"][i], dist[i]) for i in range(len(frames))])

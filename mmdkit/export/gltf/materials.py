@@ -1,10 +1,11 @@
 """MMD materials → glTF metallic-roughness materials with their textures as images.
 
-In: a ``Model`` (texture paths relative to its file, looked up with ``texture_source``) and a
+In: a ``Model`` (its material rules from ``mmdkit.model.materials.material_table``, the one table
+the renderer draws by; texture files found and read by ``mmdkit.model.textures``) and a
 ``GltfDocument``. Out: one glTF material per MMD material (index list, None for none):
 baseColorFactor = diffuse RGBA, baseColorTexture = the main texture, metallic 0, roughness 1,
-doubleSided = MMD's no-cull flag, alphaMode BLEND when the diffuse alpha is below 1 or the
-texture has transparent pixels (MMD always blends). PNG (less its colour-space chunks) and JPEG
+doubleSided = the table's ``double_sided`` (MMD's no-cull flag), alphaMode BLEND where
+``blends``: the diffuse alpha is below 1 or the texture has transparent pixels (MMD always blends). PNG (less its colour-space chunks) and JPEG
 files are embedded as they are; BMP, TGA, DDS and the rest are converted to PNG with Pillow;
 images over ``MAX_TEXTURE_EDGE`` (4096) pixels on a side are downscaled (one warning each).
 Sphere maps and toon ramps have no glTF counterpart and are left out. Textures missing or
@@ -18,8 +19,8 @@ import struct
 
 import numpy as np
 
-from mmdkit.model.model import MATERIAL_DOUBLE_SIDED
-from mmdkit.render.textures import model_folder, read_texture, texture_source
+from mmdkit.model.materials import blends, material_table
+from mmdkit.model.textures import model_folder, read_texture, texture_bytes
 
 PNG_MAGIC, JPEG_MAGIC = b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff"
 COLOUR_SPACE_CHUNKS = (b"iCCP", b"cHRM", b"gAMA", b"sRGB")
@@ -75,27 +76,16 @@ def encode_image(data: bytes, name: str = "") -> tuple[bytes, str, bool, str | N
         return out.getvalue(), "image/png", clear, note
 
 
-def _texture_bytes(model, t: int) -> bytes | None:
-    """The file bytes of texture ``t`` (embedded in an imported model, or in the model's folder,
-    looked up by ``texture_source``); None when not found. Raises FormatError (a ValueError) for a
-    path that leaves the model's folder."""
-    source = texture_source(model.texture_path[t], model_folder(model),
-                            (model.source_extras or {}).get("embedded_textures"))
-    if source is None or isinstance(source, io.BytesIO):
-        return None if source is None else source.getvalue()
-    with open(source, "rb") as f:
-        return f.read()
-
-
 def add_textures(doc, model, used: set[int], warn) -> dict[int, tuple[int, bool]]:
     """glTF textures for the model's textures ``used``: {texture index: (glTF texture, transparent)}.
     Textures not found, outside the model's folder or unreadable: one warning listing them."""
     out: dict[int, tuple[int, bool]] = {}
     sampler, problems = None, []
+    folder, embedded = model_folder(model), (model.source_extras or {}).get("embedded_textures")
     for t in sorted(used):
         stored = model.texture_path[t]
         try:
-            data = _texture_bytes(model, t)
+            data = texture_bytes(stored, folder, embedded)
             if data is None:
                 problems.append(f"'{stored}' (not found)")
                 continue
@@ -117,18 +107,18 @@ def add_textures(doc, model, used: set[int], warn) -> dict[int, tuple[int, bool]
 
 def add_materials(doc, model, warn) -> list[int | None]:
     """One glTF material per MMD material; returns their indices (in model material order)."""
-    tex_index = np.asarray(model.material_texture_index)
-    textures = add_textures(doc, model, {int(t) for t in tex_index if t >= 0}, warn)
+    table = material_table(model)
+    textures = add_textures(doc, model, {int(t) for t in table.texture if t >= 0}, warn)
     diffuse = np.clip(np.nan_to_num(np.asarray(model.material_diffuse, np.float64)), 0.0, 1.0)
     out = []
     for m in range(model.num_materials):
         pbr = {"baseColorFactor": [float(v) for v in diffuse[m]], "metallicFactor": 0.0, "roughnessFactor": 1.0}
-        tex = textures.get(int(tex_index[m]))
+        tex = textures.get(int(table.texture[m]))
         if tex is not None:
             pbr["baseColorTexture"] = {"index": tex[0]}
         mat = {"name": model.material_name[m], "pbrMetallicRoughness": pbr,
-               "doubleSided": bool(model.material_flags[m] & MATERIAL_DOUBLE_SIDED)}
-        if diffuse[m, 3] < 1.0 or (tex is not None and tex[1]):
+               "doubleSided": bool(table.double_sided[m])}
+        if blends(diffuse[m, 3], tex is not None and tex[1]):
             mat["alphaMode"] = "BLEND"
         out.append(doc.add("materials", mat))
     return out
