@@ -1,6 +1,6 @@
 """Bone stages of one frame: append (付与), fixed axis, FK (``fk``) and CCD IK (``ik``), in float64.
 
-In: a ``Rig``'s grouped arrays (``bone_in``, ``ik_in``), the pose state's per-bone animated
+In: a ``Rig``'s groups (``bone_in``, ``ik_in``: ``rig.BoneIn``, ``rig.IkIn``), the pose state's animated
 translation/rotation (B,3)/(B,4) float64 (keys + bone morphs), IK enabled flags (K,) uint8.
 Out (in place): local and world rotation/position per bone (float64), then ``write_matrices`` →
 bone_world / bone_skin (B,4,4) float32; ``read_driven``/``refresh_worlds`` take a simulator's
@@ -18,10 +18,8 @@ from mmdkit.mathutil import put3, put4, qfrom_matrix3_scalar, qto_matrix3_scalar
 from mmdkit.pose.fk import update_local, update_world
 from mmdkit.pose.ik import solve_ik
 from mmdkit.pose.ik_lanes import solve_lanes
-from mmdkit.pose.rig import IK_FIELDS
 
 _NB = dict(cache=True, nogil=True, error_model="numpy")
-_GROUP, _GROUP_START, _GROUP_SOLVER = (IK_FIELDS.index(n) for n in ("ik_group", "ik_group_start", "ik_group_solver"))
 
 
 @njit(**_NB)
@@ -34,34 +32,44 @@ def switch_off_ik(ik_enabled_inout, ik_disabled):
 
 
 @njit(**_NB)
-def solve_bones(bones, bone_in, ik_in, ik_enabled, bone_state_inout):
+def solve_bones(
+    bones,
+    # Model
+    bone_in, ik_in,
+    # Data in
+    ik_enabled_in,
+    # Data in/out
+    bone_state_inout,
+):
     """Evaluate ``bones`` (P,) int32 in evaluation order (one pass): append, local, world, then
-    each bone's IK solver where ik_enabled (K,) uint8 allows — a solver of a lane group
+    each bone's IK solver where ik_enabled_in (K,) uint8 allows — a solver of a lane group
     (``Rig.ik_group``) at the group's last IK bone, with the other members (``ik_lanes``; the
     group is formed only where that gives the same result as solving each at its own bone).
 
-    bone_in: ``Rig.bone_in``; ik_in: ``Rig.ik_in`` (IK_FIELDS order); bone_state_inout:
-    ``PoseState.bone_state`` — reads anim_t/anim_q, writes ik_q/append/local/world of ``bones``.
+    bone_in: ``BoneIn``; ik_in: ``IkIn``; bone_state_inout: ``BoneState`` — reads
+    bone_anim_t/bone_anim_q, writes the IK/append/local/world arrays of ``bones``.
     """
-    _, _, parent, position, flags, append_parent, append_ratio, fixed_axis, bone_ik = bone_in
-    ik_group, ik_group_start, ik_group_solver = ik_in[_GROUP], ik_in[_GROUP_START], ik_in[_GROUP_SOLVER]
-    anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q, _ = bone_state_inout
+    m, st = bone_in, bone_state_inout
+    bone_ik, ik_group, ik_group_start, ik_group_solver = m.bone_ik, ik_in.ik_group, ik_in.ik_group_start, \
+        ik_in.ik_group_solver
+    ik_q, local_t, local_q, world_p, world_q = st.bone_ik_q, st.bone_local_t, st.bone_local_q, st.bone_world_p, \
+        st.bone_world_q
     for i in range(bones.shape[0]):
         put4(ik_q, bones[i], 0.0, 0.0, 0.0, 1.0)
     for i in range(bones.shape[0]):
         b = bones[i]
-        update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim_q, ik_q,
-                     app_t, app_q, local_t, local_q, world_q)
-        update_world(b, parent, position, local_t, local_q, world_p, world_q)
+        update_local(b, m.bone_flags, m.bone_append_parent, m.bone_append_ratio, m.bone_fixed_axis, st.bone_anim_t,
+                     st.bone_anim_q, ik_q, st.bone_append_t, st.bone_append_q, local_t, local_q, world_q)
+        update_world(b, m.bone_parent, m.bone_position, local_t, local_q, world_p, world_q)
         k = bone_ik[b]
         if k < 0:
             continue
         g = ik_group[k]
         if g < 0:
-            if ik_enabled[k] != 0:
+            if ik_enabled_in[k] != 0:
                 solve_ik(k, b, bone_in, ik_in, bone_state_inout)
         elif ik_group_solver[ik_group_start[g + 1] - 1] == k:  # the group's last member: solve them all
-            solve_lanes(g, ik_enabled, bone_in, ik_in, bone_state_inout)
+            solve_lanes(g, bone_in, ik_in, ik_enabled_in, bone_state_inout)
 
 
 @njit(**_NB)

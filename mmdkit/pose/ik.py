@@ -9,7 +9,7 @@ Cost: a free link with the target below it and no later link below it (``Rig.ik_
 turns only the target with it; the path is refreshed once per iteration instead of per link.
 The steps turn the links' local rotations; ik_q holds their pre-IK rotations meanwhile and gets
 the IK rotation (local ⊗ inverse(pre-IK)) once the solve ends. While it iterates, the solver
-works on a flat copy of its path (``PoseState.ik_chain``: fewer array strides and spills than the
+works on a flat copy of its path (``BoneState.ik_chain``: fewer array strides and spills than the
 (B, 3)/(B, 4) state arrays) with the target's position in registers, and the lazy free links
 take their own straight-line step (``_ccd_free``). Solvers in a lane group (``Rig.ik_group``)
 are solved by ``ik_lanes.solve_lanes`` instead, several at once, with the same result.
@@ -276,20 +276,29 @@ def _ccd_step(use_axis, mode, gx, gy, gz, px, py, pz, pw, lx, ly, lz, tx, ty, tz
 
 
 @njit(**_NB)
-def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
+def solve_ik(
+    k, ik_bone,
+    # Model
+    bone_in, ik_in,
+    # Data in/out
+    bone_state_inout,
+):
     """CCD for solver k, pulling its target to bone ik_bone. Scalars only (no row views, no
     allocation): this runs for every solver of every frame. The path bones are mirrored into the
     chain scratch while the solver iterates and written back at the end.
 
-    bone_in: ``Rig.bone_in``; ik_in: ``Rig.ik_in`` (IK_FIELDS order); bone_state_inout:
-    ``PoseState.bone_state`` — writes ik_q/local_q of the links, world of the path, then local and
-    world of every bone below the chain (appends included: a bone appended from a link sees its
-    IK turn), and the chain scratch."""
-    _, _, parent, position, flags, append_parent, append_ratio, fixed_axis, _ = bone_in
-    (ik_target, ik_loop, ik_limit, ik_link_start, ik_link_bone, ik_link_mode, ik_link_lower, ik_link_upper,
-     ik_link_cap, ik_link_path, ik_link_lazy, ik_path_start, ik_path_bone, ik_after_start, ik_after_bone,
-     ik_path_parent, ik_target_row, _, _, _, _, _, _, _) = ik_in
-    anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q, chain = bone_state_inout
+    bone_in: ``BoneIn``; ik_in: ``IkIn``; bone_state_inout: ``BoneState`` — writes bone_ik_q /
+    bone_local_q of the links, the world of the path, then local and world of every bone below the
+    chain (appends included: a bone appended from a link sees its IK turn), and ik_chain."""
+    m, bs = bone_in, bone_state_inout
+    parent, position = m.bone_parent, m.bone_position
+    ik_link_start, ik_link_bone, ik_link_mode = ik_in.ik_link_start, ik_in.ik_link_bone, ik_in.ik_link_mode
+    ik_link_lower, ik_link_upper, ik_link_cap = ik_in.ik_link_lower, ik_in.ik_link_upper, ik_in.ik_link_cap
+    ik_link_path, ik_link_lazy, ik_path_start = ik_in.ik_link_path, ik_in.ik_link_lazy, ik_in.ik_path_start
+    ik_path_bone, ik_after_start, ik_after_bone = ik_in.ik_path_bone, ik_in.ik_after_start, ik_in.ik_after_bone
+    ik_path_parent, ik_target_row, ik_loop = ik_in.ik_path_parent, ik_in.ik_target_row, ik_in.ik_loop
+    ik_q, local_t, local_q, world_p, world_q, chain = bs.bone_ik_q, bs.bone_local_t, bs.bone_local_q, \
+        bs.bone_world_p, bs.bone_world_q, bs.ik_chain
     l0, l1 = ik_link_start[k], ik_link_start[k + 1]
     p0, p1 = ik_path_start[k], ik_path_start[k + 1]
     n = p1 - p0
@@ -376,6 +385,6 @@ def solve_ik(k, ik_bone, bone_in, ik_in, bone_state_inout):
         put_ik_rotation(link, ik_q, local_q)
     for jj in range(ik_after_start[k], ik_after_start[k + 1]):
         b = ik_after_bone[jj]
-        update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim_q, ik_q,
-                     app_t, app_q, local_t, local_q, world_q)
+        update_local(b, m.bone_flags, m.bone_append_parent, m.bone_append_ratio, m.bone_fixed_axis, bs.bone_anim_t,
+                     bs.bone_anim_q, ik_q, bs.bone_append_t, bs.bone_append_q, local_t, local_q, world_q)
         update_world(b, parent, position, local_t, local_q, world_p, world_q)

@@ -289,16 +289,25 @@ def _step_saved(s, l):
 
 
 @njit(inline="always", **_NB)
-def _fill_lane(c, reg, l, k, R, on, bone_in, ik_in, bone_state_inout):
+def _fill_lane(
+    c, reg, l, k, R, on,
+    # Model
+    bone_in, ik_in,
+    # Data in/out
+    bone_state_inout,
+):
     """Lane l of the buffers from solver k: rows R − n..R − 1 its path of n rows (local rotation
     and offset, the parent's world, link caps and flags), rows above them padding at rest. With
     ``on`` the lane is active and the links' IK rotations are first taken off in the state
     (``ik.solve_ik``'s set-up: local_q = pre-IK, ik_q holds the pre-IK rotation); without, the
     lane only mirrors the state (a switched-off solver, or a spare lane)."""
-    _, _, parent, position, _, _, _, _, _ = bone_in
-    (_, _, _, ik_link_start, ik_link_bone, _, _, _, ik_link_cap, ik_link_path, ik_link_lazy, ik_path_start,
-     ik_path_bone, _, _, ik_path_parent, _, _, _, _, _, _, _, _) = ik_in
-    _, _, ik_q, _, _, local_t, local_q, world_p, world_q, _ = bone_state_inout
+    parent, position = bone_in.bone_parent, bone_in.bone_position
+    ik_link_start, ik_link_bone, ik_link_cap = ik_in.ik_link_start, ik_in.ik_link_bone, ik_in.ik_link_cap
+    ik_link_path, ik_link_lazy, ik_path_start = ik_in.ik_link_path, ik_in.ik_link_lazy, ik_in.ik_path_start
+    ik_path_bone, ik_path_parent = ik_in.ik_path_bone, ik_in.ik_path_parent
+    st = bone_state_inout
+    ik_q, local_t, local_q, world_p, world_q = st.bone_ik_q, st.bone_local_t, st.bone_local_q, st.bone_world_p, \
+        st.bone_world_q
     l0, l1 = ik_link_start[k], ik_link_start[k + 1]
     p0, p1 = ik_path_start[k], ik_path_start[k + 1]
     n = p1 - p0
@@ -339,19 +348,33 @@ def _fill_lane(c, reg, l, k, R, on, bone_in, ik_in, bone_state_inout):
 
 
 @njit(**_NB)
-def solve_lanes(g, ik_enabled, bone_in, ik_in, bone_state_inout):
-    """CCD for every member of lane group g whose ik_enabled (K,) uint8 is set, as ``ik.solve_ik``
+def solve_lanes(
+    g,
+    # Model
+    bone_in, ik_in,
+    # Data in
+    ik_enabled_in,
+    # Data in/out
+    bone_state_inout,
+):
+    """CCD for every member of lane group g whose ik_enabled_in (K,) uint8 is set, as ``ik.solve_ik``
     would solve them one by one in the group's order (each pulling its target to its IK bone),
     bit for bit. Nothing is allocated (the working set is on the stack).
 
-    bone_in: ``Rig.bone_in``; ik_in: ``Rig.ik_in`` (IK_FIELDS order); bone_state_inout:
-    ``PoseState.bone_state`` — writes ik_q/local_q of the members' links, world of their paths,
-    then local and world of every bone below each member's chain, member by member."""
-    _, _, parent, position, flags, append_parent, append_ratio, fixed_axis, _ = bone_in
-    (_, ik_loop, _, ik_link_start, ik_link_bone, _, _, _, _, _, _, ik_path_start, ik_path_bone,
-     ik_after_start, ik_after_bone, _, _, _, ik_group_start, ik_group_solver, ik_group_bone, ik_group_rows,
-     ik_group_link_start, ik_group_link_row) = ik_in
-    anim_t, anim_q, ik_q, app_t, app_q, local_t, local_q, world_p, world_q, _ = bone_state_inout
+    bone_in: ``BoneIn``; ik_in: ``IkIn``; bone_state_inout: ``BoneState`` — writes bone_ik_q /
+    bone_local_q of the members' links, the world of their paths, then local and world of every
+    bone below each member's chain, member by member."""
+    m, st = bone_in, bone_state_inout
+    parent, position = m.bone_parent, m.bone_position
+    ik_loop, ik_link_start, ik_link_bone = ik_in.ik_loop, ik_in.ik_link_start, ik_in.ik_link_bone
+    ik_path_start, ik_path_bone = ik_in.ik_path_start, ik_in.ik_path_bone
+    ik_after_start, ik_after_bone = ik_in.ik_after_start, ik_in.ik_after_bone
+    ik_group_start, ik_group_solver, ik_group_bone = ik_in.ik_group_start, ik_in.ik_group_solver, ik_in.ik_group_bone
+    ik_group_rows, ik_group_link_start, ik_group_link_row = ik_in.ik_group_rows, ik_in.ik_group_link_start, \
+        ik_in.ik_group_link_row
+    ik_enabled = ik_enabled_in
+    ik_q, local_t, local_q, world_p, world_q = st.bone_ik_q, st.bone_local_t, st.bone_local_q, st.bone_world_p, \
+        st.bone_world_q
     c = _chain_buffer()
     reg = _register_buffer()
     s0, s1 = ik_group_start[g], ik_group_start[g + 1]
@@ -453,6 +476,7 @@ def solve_lanes(g, ik_enabled, bone_in, ik_in, bone_state_inout):
             continue
         for jj in range(ik_after_start[k], ik_after_start[k + 1]):
             b = ik_after_bone[jj]
-            update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim_q, ik_q,
-                         app_t, app_q, local_t, local_q, world_q)
+            update_local(b, m.bone_flags, m.bone_append_parent, m.bone_append_ratio, m.bone_fixed_axis,
+                         st.bone_anim_t, st.bone_anim_q, ik_q, st.bone_append_t, st.bone_append_q, local_t, local_q,
+                         world_q)
             update_world(b, parent, position, local_t, local_q, world_p, world_q)

@@ -1,8 +1,10 @@
 """Per-Model precomputation for posing: evaluation order, passes, IK paths, morph tables.
 
-In: ``Model``. Out: ``Rig`` — the read-only arrays the pose kernels use (float64 where math
-happens), grouped into the tuples the kernels take (``bone_in``, ``ik_in``, ``morph_in``).
-``rig_for(model)`` shares one Rig between every user of a Model without keeping the Model alive.
+In: ``Model``. Out: ``Rig`` (``build_rig(model)``) — the read-only arrays the pose kernels use
+(float64 where math happens), in the named groups the kernels take (``BoneIn``, ``IkIn``,
+``MorphIn``: each field's shape, dtype and meaning declared once, below). Callers build a Rig once
+and pass it on; ``rig_for(model)`` (a weak cache shared by the users of a Model) remains for the
+callers that do not yet hold one.
 Order: stable sort by (deform layer, file index), then repaired so a parent always comes
 before its child (real PMDs list some children first).
 """
@@ -12,11 +14,11 @@ from __future__ import annotations
 import math
 import weakref
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
 from mmdkit.model import model as M
+from mmdkit.pose.fields import Field, expose_fields, group
 from mmdkit.pose.ik_groups import csr_rows, ik_lane_groups
 
 IK_MAX_LOOPS = 256  # per solver and frame; larger file values are capped
@@ -98,113 +100,104 @@ def _flatten_groups(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return start, target, weight
 
 
-IK_FIELDS = ("ik_target", "ik_loop", "ik_limit", "ik_link_start", "ik_link_bone", "ik_link_mode",
-             "ik_link_lower", "ik_link_upper", "ik_link_cap", "ik_link_path", "ik_link_lazy", "ik_path_start",
-             "ik_path_bone", "ik_after_start", "ik_after_bone", "ik_path_parent", "ik_target_row", "ik_group",
-             "ik_group_start", "ik_group_solver", "ik_group_bone", "ik_group_rows", "ik_group_link_start",
-             "ik_group_link_row")
-"""The IK section of a Rig in the order of ``Rig.ik_in`` (unpacked by ``ik.solve_ik`` and
-``ik_lanes.solve_lanes``; ``bones.solve_bones`` reads the group fields)."""
-
-MORPH_FIELDS = ("morph_is_leaf", "morph_group_start", "morph_group_target", "morph_group_weight",
-                "morph_kind", "bone_morph_start", "bone_morph_bone", "bone_morph_translation",
-                "bone_morph_rotation", "vertex_morph_start", "vertex_morph_vertex", "vertex_morph_offset",
-                "uv_morph_start", "uv_morph_vertex", "uv_morph_offset", "material_morph_start",
-                "material_morph_material", "material_morph_op", "material_morph_values", "material_base")
-"""The morph section of a Rig in the order of ``Rig.morph_in`` (unpacked by ``stages.stage_morph``)."""
-
 MATERIAL_MORPH_CHANNELS = {"diffuse": (0, 4), "specular": (4, 7), "specular_power": (7, 8), "ambient": (8, 11),
                            "edge_color": (11, 15), "edge_size": (15, 16), "texture": (16, 20),
                            "sphere": (20, 24), "toon": (24, 28)}
 """Columns of the packed material values (C = 28): the first 16 also have a base value per material."""
 
+# Sizes: B bones, P1/P2 bones of the first/second pass, K IK solvers, L IK links, P path rows, Q bones
+# below the chains, G lane groups, S their members, J their link rows, N morphs, Ng group-morph rows,
+# Eb/Ev/Eu/Em bone/vertex/UV/material morph rows, M materials. Indices are int32, -1 = none.
+BoneIn = group("BoneIn", (
+    Field("bone_pass_before", ("P1",), "int32", "", "bones before physics, evaluation order"),
+    Field("bone_pass_after", ("P2",), "int32", "", "after-physics bones (after_physics_mask), evaluation order"),
+    Field("bone_parent", ("B",), "int32", "", "parent bone, -1 = root"),
+    Field("bone_position", ("B", 3), "float64", "model", "rest positions"),
+    Field("bone_flags", ("B",), "int32", "", "BONE_* bits"),
+    Field("bone_append_parent", ("B",), "int32", "", "append (付与) source, -1 = none"),
+    Field("bone_append_ratio", ("B",), "float64", "", "share of the source's motion"),
+    Field("bone_fixed_axis", ("B", 3), "float64", "parent-local", "unit fixed axis (zeros if none)"),
+    Field("bone_ik", ("B",), "int32", "", "solver whose IK bone this is, -1 = none"),
+), "The bone section of a Rig: the kernels' ``bone_in`` (# Model).", __name__)
+
+IkIn = group("IkIn", (  # solver k, link j; add new per-solver/per-link arrays here
+    Field("ik_target", ("K",), "int32", "", "bone the solver pulls to its IK bone"),
+    Field("ik_loop", ("K",), "int32", "", "iterations, capped at IK_MAX_LOOPS"),
+    Field("ik_limit", ("K",), "float64", "", "unit angle (radians) per step"),
+    Field("ik_link_start", ("K+1",), "int32", "", "CSR into the link arrays"),
+    Field("ik_link_bone", ("L",), "int32", "", "link bones, nearest the target first"),
+    Field("ik_link_mode", ("L",), "int32", "", "0 free, 1 Euler limits, 2/3/4 X/Y/Z-only, 5 fixed"),
+    Field("ik_link_lower", ("L", 3), "float64", "parent-local", "Euler limits, radians, lower <= upper"),
+    Field("ik_link_upper", ("L", 3), "float64", "parent-local", "Euler limits, radians"),
+    Field("ik_link_cap", ("L", 3), "float64", "", "cos(c), sin(c/2), cos(c/2) of the step cap c (cos -2: none)"),
+    Field("ik_link_path", ("L",), "int32", "", "index into ik_path_bone where the link's refresh starts"),
+    Field("ik_link_lazy", ("L",), "uint8", "",
+          "1: the target hangs below the link and no later link of the solver does"),
+    Field("ik_path_start", ("K+1",), "int32", "", "CSR: bones from the top link down to the target, top first"),
+    Field("ik_path_bone", ("P",), "int32", "", "the paths' bones"),
+    Field("ik_after_start", ("K+1",), "int32", "", "CSR: descendants of the top link (evaluation order)"),
+    Field("ik_after_bone", ("Q",), "int32", "", "the descendants' bones"),
+    Field("ik_path_parent", ("P",), "int32", "",
+          "row of the bone's parent in its solver's path, -1 outside it, -2 root"),
+    Field("ik_target_row", ("K",), "int32", "", "index into ik_path_bone of the solver's target"),
+    # lane groups (``ik_lanes``): solvers solved together, one SIMD lane each (``ik_lane_groups``)
+    Field("ik_group", ("K",), "int32", "", "the solver's lane group, -1 = solved alone (``ik.solve_ik``)"),
+    Field("ik_group_start", ("G+1",), "int32", "", "CSR into ik_group_solver"),
+    Field("ik_group_solver", ("S",), "int32", "",
+          "members in evaluation order; the last one's IK bone solves the group"),
+    Field("ik_group_bone", ("S",), "int32", "", "the members' IK bones"),
+    Field("ik_group_rows", ("G",), "int32", "", "the group's longest path (its lanes' paths aligned at the target)"),
+    Field("ik_group_link_start", ("G+1",), "int32", "", "CSR into ik_group_link_row"),
+    Field("ik_group_link_row", ("J",), "int32", "", "link j's row from the target up (0 = the target's row)"),
+), "The IK section of a Rig: the kernels' ``ik_in`` (# Model).", __name__)
+
+MorphIn = group("MorphIn", (
+    Field("morph_is_leaf", ("N",), "bool", "", "not a group/flip"),
+    Field("morph_group_start", ("N+1",), "int32", "", "CSR of group/flip morphs expanded to leaves"),
+    Field("morph_group_target", ("Ng",), "int32", "", "leaf morph"),
+    Field("morph_group_weight", ("Ng",), "float64", "", "product of the weights on the way"),
+    Field("morph_kind", ("N",), "int64", "", "MORPH_* kind"),
+    Field("bone_morph_start", ("N+1",), "int32", "", "CSR into the bone-morph rows"),
+    Field("bone_morph_bone", ("Eb",), "int32", "", "bone"),
+    Field("bone_morph_translation", ("Eb", 3), "float32", "parent-local", "translation"),
+    Field("bone_morph_rotation", ("Eb", 4), "float32", "parent-local", "rotation (x, y, z, w)"),
+    Field("vertex_morph_start", ("N+1",), "int32", "", "CSR into the vertex-morph rows"),
+    Field("vertex_morph_vertex", ("Ev",), "int32", "", "vertex"),
+    Field("vertex_morph_offset", ("Ev", 3), "float32", "model", "offset"),
+    Field("uv_morph_start", ("N+1",), "int32", "", "CSR into the UV-morph rows"),
+    Field("uv_morph_vertex", ("Eu",), "int32", "", "vertex"),
+    Field("uv_morph_offset", ("Eu", 4), "float32", "", "UV offset"),
+    Field("material_morph_start", ("N+1",), "int32", "", "CSR into the material-morph rows"),
+    Field("material_morph_material", ("Em",), "int32", "", "material, -1 = all"),
+    Field("material_morph_op", ("Em",), "uint8", "", "0 multiply, 1 add"),
+    Field("material_morph_values", ("Em", 28), "float64", "", "packed values (MATERIAL_MORPH_CHANNELS)"),
+    Field("material_base", ("M", 16), "float32", "", "the materials' own first 16 channels"),
+), "The morph section of a Rig: the kernels' ``morph_in`` (# Model).", __name__)
+
+IK_FIELDS = IkIn._fields
+"""The IK section's field names, in the order of ``Rig.ik_in``."""
+MORPH_FIELDS = MorphIn._fields
+"""The morph section's field names, in the order of ``Rig.morph_in``."""
+_GROUPS = {"bone_in": BoneIn, "ik_in": IkIn, "morph_in": MorphIn}
+
 
 @dataclass(frozen=True, eq=False)
 class Rig:
-    """Arrays derived from a Model for the pose kernels. Read-only; one per Model (``rig_for``).
-
-    B bones, K IK solvers, L IK links, N morphs, V vertices, M materials, E material-morph rows.
+    """Arrays derived from a Model for the pose kernels, read-only: bone_order (B,) int32 (every
+    bone, evaluation order), the groups ``bone_in`` (``BoneIn``), ``ik_in`` (``IkIn``) and
+    ``morph_in`` (``MorphIn``), whose fields are also attributes of the Rig (``rig.bone_parent`` is
+    ``rig.bone_in.bone_parent``), and the sizes of the pose state (num_vertices, num_additional_uv).
     """
 
-    # --- bones ------------------------------------------------------------------------------
-    bone_order: np.ndarray  # (B,) int32 all bones, evaluation order
-    bone_pass_before: np.ndarray  # (P1,) int32 bones before physics, evaluation order
-    bone_pass_after: np.ndarray  # (P2,) int32 after-physics bones (after_physics_mask), eval order
-    bone_parent: np.ndarray  # (B,) int32, -1 = root
-    bone_position: np.ndarray  # (B, 3) float64 rest positions, model space
-    bone_flags: np.ndarray  # (B,) int32 BONE_* bits
-    bone_append_parent: np.ndarray  # (B,) int32 append (付与) source, -1 = none
-    bone_append_ratio: np.ndarray  # (B,) float64
-    bone_fixed_axis: np.ndarray  # (B, 3) float64 unit, parent-local (zeros if none)
-    bone_ik: np.ndarray  # (B,) int32 solver whose IK bone this is, -1 = none
-    # --- IK (solver k, link j): the order of IK_FIELDS; add new per-solver/per-link arrays here --
-    ik_target: np.ndarray  # (K,) int32 bone the solver pulls to its IK bone
-    ik_loop: np.ndarray  # (K,) int32 iterations, capped at IK_MAX_LOOPS
-    ik_limit: np.ndarray  # (K,) float64 unit angle (radians) per step
-    ik_link_start: np.ndarray  # (K+1,) int32 CSR into the link arrays
-    ik_link_bone: np.ndarray  # (L,) int32, nearest the target first
-    ik_link_mode: np.ndarray  # (L,) int32: 0 free, 1 Euler limits, 2/3/4 X/Y/Z-only, 5 fixed
-    ik_link_lower: np.ndarray  # (L, 3) float64 Euler limits, radians, lower ≤ upper
-    ik_link_upper: np.ndarray  # (L, 3) float64
-    ik_link_cap: np.ndarray  # (L, 3) float64 cos(c), sin(c/2), cos(c/2) of the step cap c (cos -2: none)
-    ik_link_path: np.ndarray  # (L,) int32 index into ik_path_bone where the link's refresh starts
-    ik_link_lazy: np.ndarray  # (L,) uint8 1: the target hangs below the link and no later link of the solver does
-    ik_path_start: np.ndarray  # (K+1,) int32: bones from top link down to target, top first
-    ik_path_bone: np.ndarray  # (P,) int32
-    ik_after_start: np.ndarray  # (K+1,) int32: descendants of the top link (eval order)
-    ik_after_bone: np.ndarray  # (Q,) int32
-    ik_path_parent: np.ndarray  # (P,) int32 row of the bone's parent in its solver's path, -1 outside it, -2 root
-    ik_target_row: np.ndarray  # (K,) int32 index into ik_path_bone of the solver's target
-    # lane groups (``ik_lanes``): solvers solved together, one SIMD lane each (``ik_lane_groups``)
-    ik_group: np.ndarray  # (K,) int32 the solver's lane group, -1 = solved alone (``ik.solve_ik``)
-    ik_group_start: np.ndarray  # (G+1,) int32 CSR into ik_group_solver
-    ik_group_solver: np.ndarray  # (S,) int32 members in evaluation order; the last one's IK bone solves the group
-    ik_group_bone: np.ndarray  # (S,) int32 the members' IK bones
-    ik_group_rows: np.ndarray  # (G,) int32 the group's longest path (its lanes' paths aligned at the target)
-    ik_group_link_start: np.ndarray  # (G+1,) int32 CSR into ik_group_link_row
-    ik_group_link_row: np.ndarray  # (J,) int32 link j's row from the target up (0 = the target's row)
-    # --- morphs: the order of MORPH_FIELDS --------------------------------------------------
-    morph_is_leaf: np.ndarray  # (N,) bool: not a group/flip
-    morph_group_start: np.ndarray  # (N+1,) int32 CSR of group/flip morphs expanded to leaves
-    morph_group_target: np.ndarray  # (G,) int32 leaf morph
-    morph_group_weight: np.ndarray  # (G,) float64 product of the weights on the way
-    morph_kind: np.ndarray  # (N,) int64 MORPH_* kind
-    bone_morph_start: np.ndarray  # (N+1,) CSR; rows: bone, translation (3,), rotation (4,) xyzw
-    bone_morph_bone: np.ndarray
-    bone_morph_translation: np.ndarray
-    bone_morph_rotation: np.ndarray
-    vertex_morph_start: np.ndarray  # (N+1,) CSR; rows: vertex, offset (3,) float32 model space
-    vertex_morph_vertex: np.ndarray
-    vertex_morph_offset: np.ndarray
-    uv_morph_start: np.ndarray  # (N+1,) CSR; rows: vertex, offset (4,) float32
-    uv_morph_vertex: np.ndarray
-    uv_morph_offset: np.ndarray
-    material_morph_start: np.ndarray  # (N+1,) CSR; rows: material (-1 = all), op (0 mul, 1 add)
-    material_morph_material: np.ndarray
-    material_morph_op: np.ndarray
-    material_morph_values: np.ndarray  # (E, 28) float64 packed (MATERIAL_MORPH_CHANNELS)
-    material_base: np.ndarray  # (M, 16) float32 the materials' own first 16 channels
-    # --- sizes of the pose state -------------------------------------------------------------
+    bone_order: np.ndarray
+    bone_in: BoneIn
+    ik_in: IkIn
+    morph_in: MorphIn
     num_vertices: int = 0
     num_additional_uv: int = 0
 
-    @cached_property
-    def bone_in(self) -> tuple:
-        """(bone_pass_before, bone_pass_after, bone_parent, bone_position, bone_flags,
-        bone_append_parent, bone_append_ratio, bone_fixed_axis, bone_ik): kernels' bone inputs."""
-        return (self.bone_pass_before, self.bone_pass_after, self.bone_parent, self.bone_position,
-                self.bone_flags, self.bone_append_parent, self.bone_append_ratio, self.bone_fixed_axis,
-                self.bone_ik)
 
-    @cached_property
-    def ik_in(self) -> tuple:
-        """The IK arrays in the order of IK_FIELDS."""
-        return tuple(getattr(self, n) for n in IK_FIELDS)
-
-    @cached_property
-    def morph_in(self) -> tuple:
-        """The morph arrays in the order of MORPH_FIELDS."""
-        return tuple(getattr(self, n) for n in MORPH_FIELDS)
+expose_fields(Rig, _GROUPS)
 
 
 def ik_link_modes(lower, upper, has_limit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -374,13 +367,13 @@ def build_rig(model) -> Rig:
     bone_ik = np.asarray(model.bone_ik, np.int32)
     ik = _ik_tables(model, parent, order)
     ik.update(ik_lane_groups(ik, np.asarray(model.ik_bone, np.int32), parent, append_parent, bone_ik, passes))
-    return Rig(
-        bone_order=order, bone_pass_before=passes[0], bone_pass_after=passes[1], bone_parent=parent,
+    bone_in = BoneIn(
+        bone_pass_before=passes[0], bone_pass_after=passes[1], bone_parent=parent,
         bone_position=np.asarray(model.bone_position, np.float64), bone_flags=flags,
-        bone_append_parent=append_parent,
-        bone_append_ratio=np.asarray(model.bone_append_ratio, np.float64), bone_fixed_axis=fixed,
-        bone_ik=bone_ik, **ik,
-        **_morph_tables(model), num_vertices=model.num_vertices, num_additional_uv=A)
+        bone_append_parent=append_parent, bone_append_ratio=np.asarray(model.bone_append_ratio, np.float64),
+        bone_fixed_axis=fixed, bone_ik=bone_ik)
+    return Rig(bone_order=order, bone_in=bone_in, ik_in=IkIn(**ik), morph_in=MorphIn(**_morph_tables(model)),
+               num_vertices=model.num_vertices, num_additional_uv=A)
 
 
 _rigs: "weakref.WeakKeyDictionary[object, Rig]" = weakref.WeakKeyDictionary()

@@ -1,7 +1,8 @@
 """The one stage list of a frame: sample → morphs → bones before physics → [physics] → bones after.
 
-In: a frame number, the motion's keys (``motion_in``), a Rig's grouped arrays and a
-``PoseState``'s tuples. Out: the state, rewritten in place. ``run_stages(first, last, ...)`` runs
+In: a frame number, the motion's keys (``motion_in``: ``MotionKeys``), a Rig's named groups and a
+``PoseState``'s (each field read by name; kernel parameters labelled ``# Model`` / ``# Data in/out``
+/ ``# Data out``, with ``_in`` / ``_inout`` / ``_out`` names). Out: the state, rewritten in place. ``run_stages(first, last, ...)`` runs
 the stages first..last in MMD's order; the order is written once (``_run``): the fused
 per-frame call (one call, or two around physics), the timed path (one call per stage), ``run_frame`` (the same
 call with every argument in one ``FrameArgs``, for callers from Python; a stage reads only its own
@@ -18,6 +19,7 @@ from numba import njit, types
 from numba.experimental import structref
 
 from mmdkit.animation.sampling import sample_bones, sample_scalars, sample_steps
+from mmdkit.pose.fields import Field, group
 from mmdkit.pose.bones import read_driven, refresh_worlds, solve_bones, switch_off_ik, write_matrices
 from mmdkit.pose.morph import (apply_bone_morphs, apply_material_morphs, apply_offset_morphs, apply_uv_morphs,
                                expand_weights, unit_rotations)
@@ -29,90 +31,132 @@ STAGES = ("sample", "morph", "bones_before_physics", "physics", "bones_after_phy
 _NB = dict(cache=True, nogil=True)
 
 
-def motion_in(bound) -> tuple:
-    """A ``BoundMotion``'s key arrays in the order ``stage_sample`` unpacks them: bone keys
-    (start (B+1,), frame (K,), translation (K,3), rotation (K,4), curve (K,4,4)), morph keys
-    (start, frame, weight), IK keys (start, frame, enabled), visibility keys (start, frame, value)."""
-    b = bound
-    return (b.bone_key_start, b.bone_key_frame, b.bone_key_translation, b.bone_key_rotation, b.bone_key_curve,
-            b.morph_key_start, b.morph_key_frame, b.morph_key_weight, b.ik_key_start, b.ik_key_frame,
-            b.ik_key_enabled, b.visible_key_start, b.visible_key_frame, b.visible_key_value)
+MotionKeys = group("MotionKeys", (  # Kb bone keys, Km morph keys, Ki IK keys, Kv visibility keys
+    Field("bone_key_start", ("B+1",), "int32", "", "CSR of each bone's keys"),
+    Field("bone_key_frame", ("Kb",), "float64", "", "key frames"),
+    Field("bone_key_translation", ("Kb", 3), "float64", "parent-local", "translations"),
+    Field("bone_key_rotation", ("Kb", 4), "float64", "parent-local", "rotations (x, y, z, w)"),
+    Field("bone_key_curve", ("Kb", 4, 4), "float64", "", "interpolation curves"),
+    Field("morph_key_start", ("N+1",), "int32", "", "CSR of each morph's keys"),
+    Field("morph_key_frame", ("Km",), "float64", "", "key frames"),
+    Field("morph_key_weight", ("Km",), "float64", "", "weights"),
+    Field("ik_key_start", ("K+1",), "int32", "", "CSR of each IK solver's keys"),
+    Field("ik_key_frame", ("Ki",), "float64", "", "key frames"),
+    Field("ik_key_enabled", ("Ki",), "uint8", "", "solver on from the key on"),
+    Field("visible_key_start", (2,), "int32", "", "CSR of the visibility keys"),
+    Field("visible_key_frame", ("Kv",), "float64", "", "key frames"),
+    Field("visible_key_value", ("Kv",), "uint8", "", "model shown from the key on"),
+), "A BoundMotion's keys (``motion_in``): the kernels' ``motion_in`` (# Model).", __name__)
+
+
+def motion_in(bound) -> MotionKeys:
+    """A ``BoundMotion``'s key arrays as the group ``MotionKeys`` (``stage_sample`` reads them)."""
+    return MotionKeys(**{name: getattr(bound, name) for name in MotionKeys._fields})
 
 
 @njit(**_NB)
-def stage_sample(frame, motion_keys, coupling, bone_state_out, morph_state_out, frame_out):
-    """Keys at ``frame`` → anim_t (B,3) / anim_q (B,4) float64 parent-local (rotations made unit,
-    zero or non-finite ones the identity, so no later stage meets them), raw morph weights
+def stage_sample(
+    frame,
+    # Model
+    motion_in, coupling_in,
+    # Data out
+    bone_state_out, morph_state_out, frame_out,
+):
+    """Keys at ``frame`` → bone_anim_t (B,3) / bone_anim_q (B,4) float64 parent-local (rotations made
+    unit, zero or non-finite ones the identity, so no later stage meets them), morph_raw_weight
     (N,) float64, ik_enabled (K,) uint8 (then switched off where coupling's ik_disabled is set),
     visible (1,) uint8."""
-    (bk_start, bk_frame, bk_t, bk_q, bk_curve, mk_start, mk_frame, mk_weight, ik_start, ik_frame, ik_value,
-     vis_start, vis_frame, vis_value) = motion_keys
-    ik_disabled = coupling[0]
-    anim_t, anim_q = bone_state_out[0], bone_state_out[1]
-    morph_raw = morph_state_out[0]
-    ik_enabled, visible = frame_out[0], frame_out[1]
-    sample_bones(frame, bk_start, bk_frame, bk_t, bk_q, bk_curve, anim_t, anim_q)
+    k = motion_in
+    anim_t, anim_q = bone_state_out.bone_anim_t, bone_state_out.bone_anim_q
+    ik_enabled = frame_out.ik_enabled
+    sample_bones(frame, k.bone_key_start, k.bone_key_frame, k.bone_key_translation, k.bone_key_rotation,
+                 k.bone_key_curve, anim_t, anim_q)
     unit_rotations(anim_q)
-    sample_scalars(frame, mk_start, mk_frame, mk_weight, morph_raw)
-    sample_steps(frame, ik_start, ik_frame, ik_value, ik_enabled)
-    switch_off_ik(ik_enabled, ik_disabled)
-    sample_steps(frame, vis_start, vis_frame, vis_value, visible)
+    sample_scalars(frame, k.morph_key_start, k.morph_key_frame, k.morph_key_weight, morph_state_out.morph_raw_weight)
+    sample_steps(frame, k.ik_key_start, k.ik_key_frame, k.ik_key_enabled, ik_enabled)
+    switch_off_ik(ik_enabled, coupling_in.ik_disabled)
+    sample_steps(frame, k.visible_key_start, k.visible_key_frame, k.visible_key_value, frame_out.visible)
 
 
 @njit(**_NB)
-def stage_morph(geometry, morph_in, bone_state_inout, morph_state_inout, morph_out):
-    """Raw weights → effective weights (groups/flips expanded) → bone morphs onto anim_t/anim_q,
+def stage_morph(
+    geometry,
+    # Model
+    morph_in,
+    # Data in/out
+    bone_state_inout, morph_state_inout,
+    # Data out
+    morph_out,
+):
+    """Raw weights → effective weights (groups/flips expanded) → bone morphs onto bone_anim_t/q,
     morph_weight (N,) float32; with ``geometry`` also vertex/UV offsets and material factors
     (material_out (M,16) float32 = base × mul + add). The batch path skips geometry."""
-    (is_leaf, group_start, group_target, group_weight, kind, bm_start, bm_bone, bm_t, bm_q, vm_start,
-     vm_vertex, vm_offset, um_start, um_vertex, um_offset, mm_start, mm_material, mm_op, mm_values,
-     material_base) = morph_in
-    anim_t, anim_q = bone_state_inout[0], bone_state_inout[1]
-    raw, eff, prev_vertex, prev_uv = morph_state_inout
-    morph_weight, vertex_offset, uv_offset, add_uv_offset, mat_mul, mat_add, mat_out = morph_out
+    m, st, out = morph_in, morph_state_inout, morph_out
+    raw, eff = st.morph_raw_weight, st.morph_effective_weight
+    morph_weight, mat_mul, mat_add, mat_out = out.morph_weight, out.material_mul, out.material_add, out.material_out
     if raw.shape[0] > 0:
-        expand_weights(raw, is_leaf, group_start, group_target, group_weight, eff)
-        apply_bone_morphs(eff, bm_start, bm_bone, bm_t, bm_q, anim_t, anim_q)
+        expand_weights(raw, m.morph_is_leaf, m.morph_group_start, m.morph_group_target, m.morph_group_weight, eff)
+        apply_bone_morphs(eff, m.bone_morph_start, m.bone_morph_bone, m.bone_morph_translation,
+                          m.bone_morph_rotation, bone_state_inout.bone_anim_t, bone_state_inout.bone_anim_q)
         if geometry:
-            apply_offset_morphs(eff, prev_vertex, vm_start, vm_vertex, vm_offset, vertex_offset)
-            apply_uv_morphs(eff, prev_uv, kind, um_start, um_vertex, um_offset, uv_offset, add_uv_offset)
-            apply_material_morphs(eff, mm_start, mm_material, mm_op, mm_values, mat_mul, mat_add)
-        for m in range(eff.shape[0]):
-            morph_weight[m] = eff[m]
+            apply_offset_morphs(eff, st.morph_vertex_prev, m.vertex_morph_start, m.vertex_morph_vertex,
+                                m.vertex_morph_offset, out.vertex_offset)
+            apply_uv_morphs(eff, st.morph_uv_prev, m.morph_kind, m.uv_morph_start, m.uv_morph_vertex,
+                            m.uv_morph_offset, out.uv_offset, out.additional_uv_offset)
+            apply_material_morphs(eff, m.material_morph_start, m.material_morph_material, m.material_morph_op,
+                                  m.material_morph_values, mat_mul, mat_add)
+        for i in range(eff.shape[0]):
+            morph_weight[i] = eff[i]
     if geometry:
+        material_base = m.material_base
         for i in range(mat_out.shape[0]):
             for c in range(mat_out.shape[1]):
                 mat_out[i, c] = material_base[i, c] * mat_mul[i, c] + mat_add[i, c]
 
 
 @njit(**_NB)
-def stage_bones_before_physics(write, bone_in, ik_in, bone_state_inout, frame_out):
+def stage_bones_before_physics(
+    write,
+    # Model
+    bone_in, ik_in,
+    # Data in/out
+    bone_state_inout,
+    # Data out
+    frame_out,
+):
     """Pass 1 (bones not flagged after-physics) → bone_world/bone_skin (B,4,4) float32 model
     space when ``write`` (physics reads them next; skipped when pass 2 follows at once)."""
-    bone_pass_before, position = bone_in[0], bone_in[3]
-    ik_enabled, bone_world, bone_skin = frame_out[0], frame_out[2], frame_out[3]
-    solve_bones(bone_pass_before, bone_in, ik_in, ik_enabled, bone_state_inout)
+    solve_bones(bone_in.bone_pass_before, bone_in, ik_in, frame_out.ik_enabled, bone_state_inout)
     if write:
-        write_matrices(position, bone_state_inout[7], bone_state_inout[8], bone_world, bone_skin)
+        write_matrices(bone_in.bone_position, bone_state_inout.bone_world_p, bone_state_inout.bone_world_q,
+                       frame_out.bone_world, frame_out.bone_skin)
 
 
 @njit(**_NB)
-def stage_bones_after_physics(bone_in, ik_in, coupling, bone_state_inout, frame_out):
+def stage_bones_after_physics(
+    # Model
+    bone_in, ik_in, coupling_in,
+    # Data in/out
+    bone_state_inout,
+    # Data out
+    frame_out,
+):
     """Driven bones back from bone_world, their non-driven descendants refreshed, pass 2
     (after-physics bones) → bone_world/bone_skin (B,4,4) float32 model space."""
-    bone_pass_after, parent, position = bone_in[1], bone_in[2], bone_in[3]
-    bone_driven, bone_refresh = coupling[1], coupling[2]
-    local_t, local_q, world_p, world_q = bone_state_inout[5], bone_state_inout[6], bone_state_inout[7], \
-        bone_state_inout[8]
-    ik_enabled, bone_world, bone_skin = frame_out[0], frame_out[2], frame_out[3]
-    read_driven(bone_driven, bone_world, world_p, world_q)
-    refresh_worlds(bone_refresh, parent, position, local_t, local_q, world_p, world_q)
-    solve_bones(bone_pass_after, bone_in, ik_in, ik_enabled, bone_state_inout)
-    write_matrices(position, world_p, world_q, bone_world, bone_skin)
+    parent, position = bone_in.bone_parent, bone_in.bone_position
+    st = bone_state_inout
+    world_p, world_q = st.bone_world_p, st.bone_world_q
+    bone_world = frame_out.bone_world
+    read_driven(coupling_in.bone_driven, bone_world, world_p, world_q)
+    refresh_worlds(coupling_in.bone_refresh, parent, position, st.bone_local_t, st.bone_local_q, world_p, world_q)
+    solve_bones(bone_in.bone_pass_after, bone_in, ik_in, frame_out.ik_enabled, bone_state_inout)
+    write_matrices(position, world_p, world_q, bone_world, frame_out.bone_skin)
 
 
-_StageArgs = namedtuple("_StageArgs", ["motion_keys", "bone_in", "ik_in", "morph_in", "coupling", "bone_state",
-                                       "morph_state", "morph_out", "frame_out"])
+FRAME_ARGS = ("motion_keys", "bone_in", "ik_in", "morph_in", "coupling", "bone_state", "morph_state", "morph_out",
+              "frame_out")
+"""The groups ``run_stages`` takes after its scalars, in order: the fields of ``FrameArgs``."""
+_StageArgs = namedtuple("_StageArgs", FRAME_ARGS)
 
 
 @njit(inline="always", **_NB)
@@ -130,17 +174,26 @@ def _run(first, last, frame, geometry, a):
 
 
 @njit(**_NB)
-def run_stages(first, last, frame, geometry, motion_keys, bone_in, ik_in, morph_in, coupling, bone_state_inout,
-               morph_state_inout, morph_out, frame_out):
+def run_stages(
+    first, last, frame, geometry,
+    # Model
+    motion_in, bone_in, ik_in, morph_in, coupling_in,
+    # Data in/out
+    bone_state_inout, morph_state_inout,
+    # Data out
+    morph_out, frame_out,
+):
     """Run the stages ``first``..``last`` (SAMPLE..BONES_AFTER_PHYSICS) of ``frame`` in order.
 
-    Model inputs: motion_keys (``motion_in``), bone_in / ik_in / morph_in (``Rig``), coupling
-    (``PoseState.coupling``). State in/out: ``PoseState.bone_state``, ``morph_state``; out:
-    ``morph_out`` (morph weights, vertex/UV offsets, material factors), ``frame_out``
-    (ik_enabled, visible, bone_world, bone_skin). ``geometry`` False skips vertex/UV/material
-    morphs. PHYSICS is never run here: a caller with physics stops at BONES_BEFORE_PHYSICS.
+    Model: motion_in (``MotionKeys``, ``motion_in``), bone_in / ik_in / morph_in (``Rig``: ``BoneIn``,
+    ``IkIn``, ``MorphIn``), coupling_in (``PoseState.coupling``: ``Coupling``). Data in/out:
+    ``PoseState.bone_state`` (``BoneState``), ``morph_state`` (``MorphState``). Data out:
+    ``morph_out`` (``MorphOut``: morph weights, vertex/UV offsets, material factors), ``frame_out``
+    (``FrameOut``: ik_enabled, visible, bone_world, bone_skin). ``geometry`` False skips
+    vertex/UV/material morphs. PHYSICS is never run here: a caller with physics stops at
+    BONES_BEFORE_PHYSICS.
     """
-    _run(first, last, frame, geometry, _StageArgs(motion_keys, bone_in, ik_in, morph_in, coupling, bone_state_inout,
+    _run(first, last, frame, geometry, _StageArgs(motion_in, bone_in, ik_in, morph_in, coupling_in, bone_state_inout,
                                                   morph_state_inout, morph_out, frame_out))
 
 
@@ -159,8 +212,7 @@ class FrameArgs(structref.StructRefProxy):
     again when a tuple is replaced (``PoseState.set_driven`` replaces ``coupling``)."""
 
 
-structref.define_proxy(FrameArgs, FrameArgsType, ["motion_keys", "bone_in", "ik_in", "morph_in", "coupling",
-                                                  "bone_state", "morph_state", "morph_out", "frame_out"])
+structref.define_proxy(FrameArgs, FrameArgsType, list(FRAME_ARGS))
 
 
 @njit(cache=True)

@@ -1,0 +1,87 @@
+"""The pose kernels' named groups: each declaration (``pose.fields.Field``) matches the arrays built."""
+
+import numpy as np
+from numba import njit
+
+from mmdkit.pose.batch import batch_state
+from mmdkit.pose.fields import copy_group
+from mmdkit.pose.rig import BoneIn, IkIn, MorphIn, build_rig
+from mmdkit.pose.state import BoneState, Coupling, FrameOut, MorphOut, MorphState, PoseState, state_sizes
+from mmdkit.model.builder import ModelBuilder
+
+
+def leg_model():
+    """Hip, knee (an X hinge) and ankle pulled by a leg IK bone."""
+    mb = ModelBuilder("leg")
+    root = mb.add_bone("センター", (0, 10, 0), translatable=True)
+    hip = mb.add_bone("左足", (0, 10, 0), root)
+    knee = mb.add_bone("左ひざ", (0, 5, -0.1), hip)
+    ankle = mb.add_bone("左足首", (0, 0, 0), knee)
+    ik = mb.add_bone("左足ＩＫ", (0, 0, 0), -1, translatable=True)
+    mb.add_ik(ik, ankle, [(knee, (-3.14, 0, 0), (-0.0087, 0, 0)), hip])
+    return mb.build(), dict(hip=hip, knee=knee, ankle=ankle, ik=ik)
+
+
+def _conforms(g, sizes=None):
+    """Every array of group g has its declared dtype, number of axes and fixed lengths (and, with
+    sizes, its symbolic lengths too); returns the names checked."""
+    for f, a in zip(type(g).FIELDS, g):
+        assert a.dtype == np.dtype(f.dtype), (f.name, a.dtype, f.dtype)
+        assert a.ndim == len(f.shape), (f.name, a.shape, f.shape)
+        for n, s in zip(a.shape, f.shape):
+            if isinstance(s, int):
+                assert n == s, (f.name, a.shape, f.shape)
+            elif sizes is not None and s in sizes:
+                assert n == sizes[s], (f.name, a.shape, f.shape)
+    return type(g)._fields
+
+
+def test_rig_groups_match_their_declarations():
+    model, b = leg_model()
+    rig = build_rig(model)
+    assert isinstance(rig.bone_in, BoneIn) and isinstance(rig.ik_in, IkIn) and isinstance(rig.morph_in, MorphIn)
+    B, K, L = model.num_bones, len(model.ik_bone), len(model.ik_link_bone)
+    for g in (rig.bone_in, rig.ik_in, rig.morph_in):
+        _conforms(g, dict(B=B, K=K, L=L, N=model.num_morphs))
+    assert rig.bone_parent is rig.bone_in.bone_parent  # the fields are the Rig's attributes too
+    assert rig.ik_link_bone.tolist() == [b["knee"], b["hip"]]
+
+
+def test_state_allocated_from_declarations_at_rest():
+    model, _ = leg_model()
+    rig = build_rig(model)
+    s = PoseState.for_rig(rig)
+    sizes = state_sizes(rig)
+    for g, cls in ((s.bone_state, BoneState), (s.morph_state, MorphState), (s.morph_out, MorphOut),
+                   (s.frame_out, FrameOut), (s.coupling, Coupling)):
+        assert isinstance(g, cls)
+        _conforms(g, sizes)
+    assert s.bone_world_q.shape == (model.num_bones, 4) and (s.bone_world_q[:, 3] == 1).all()
+    assert not s.bone_world_q[:, :3].any() and (s.ik_enabled == 1).all() and (s.material_mul == 1).all()
+    assert s.bone_world is s.frame_out.bone_world
+
+
+def test_copy_group_in_numba_copies_every_array():
+    rig = build_rig(leg_model()[0])
+    rest = batch_state(rig)[0]
+
+    @njit
+    def copy_and_touch(g):
+        c = copy_group(g)
+        c.bone_world_q[0, 3] = 5.0
+        return c
+
+    c = copy_and_touch(rest)
+    assert type(c) is BoneState and c.bone_world_q[0, 3] == 5.0 and rest.bone_world_q[0, 3] == 1.0
+    assert all(np.array_equal(x, y) for x, y in zip(c[:-2], rest[:-2]))
+
+
+def test_set_driven_keeps_the_coupling_declaration():
+    model, b = leg_model()
+    rig = build_rig(model)
+    s = PoseState.for_rig(rig)
+    driven = np.zeros(model.num_bones, bool)
+    driven[[b["hip"], b["knee"]]] = True
+    s.set_driven(rig, driven)
+    _conforms(s.coupling)
+    assert s.bone_driven.tolist() == [b["hip"], b["knee"]] and s.ik_disabled.tolist() == [1]
