@@ -236,7 +236,20 @@ def test_load_and_clips_of(gltf_dir):
         clips.get_clip("Trot")
     assert not clips_of(mmdkit.load(gltf_dir.parent / "gene" / "Gene.pmx"))
     again, _ = load_gltf_scene(gltf_dir / "Fox.glb")
-    assert list(clips_of(again.replace(name="copy"))) == ["Survey", "Walk", "Run"]  # read again by path
+    assert list(clips_of(again.replace(name="copy"))) == ["Survey", "Walk", "Run"]
+
+
+def test_a_model_carries_its_clips(gltf_dir, tmp_path):
+    """The Clips come with the Model (and its copies): never looked up in a cache or read again
+    from the file, which may have changed or gone since."""
+    import shutil
+
+    path = tmp_path / "Fox.glb"
+    shutil.copy(gltf_dir / "Fox.glb", path)
+    model, clips = load_gltf_scene(path)
+    path.unlink()
+    assert clips_of(model) is clips and clips_of(model.replace(name="copy")) is clips
+    assert clips_of(model.replace(name="copy")).get_clip("Run")[1].num_bone_keys > 0
 
 
 def run(*args):

@@ -1,9 +1,10 @@
 """Importers: rigged characters from other formats → the one MMD ``Model`` + clip ``Motion``s.
 
-``import_scene(scene)`` turns a GltfAsset-like scene (glTF now; an Assimp bridge later) into
-(Model, Clips); ``load_gltf_model(path)`` / ``load_gltf_scene(path)`` read .gltf/.glb files, which
-``mmdkit.load`` also reads (registered lazily by ``mmdkit.formats``). ``clips_of(model)`` gives
-the clips of an imported model: {name: Motion}, frame f = time f/30 s of the clip.
+``import_scene(scene)`` turns a GltfAsset-like scene (glTF, or Assimp's through
+``importers.assimp``) into (Model, Clips); ``load_gltf_model(path)`` / ``load_gltf_scene(path)``
+read .gltf/.glb files, which ``mmdkit.load`` also reads (``mmdkit`` registers this package's
+readers with ``mmdkit.formats``). ``clips_of(model)`` gives the clips an imported model carries:
+{name: Motion}, frame f = time f/30 s of the clip.
 """
 
 from mmdkit.importers.clips import Clips, clip_motion

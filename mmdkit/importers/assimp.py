@@ -28,6 +28,7 @@ from mmdkit.importers.assimp_checks import check_numbers, check_x_skin_weights
 from mmdkit.importers.clips import Clips
 from mmdkit.importers.scene import import_scene
 from mmdkit.model.model import Model
+from mmdkit.model.textures import texture_bytes
 from mmdkit.model.space import MMD_UNITS_PER_METRE, quaternions_from_rotations
 
 __all__ = ["EXTENSIONS", "DEFAULT_FLAGS", "read_assimp_raw", "assimp_asset", "unit_scale", "read_assimp_scene",
@@ -286,14 +287,17 @@ def _embedded_image(tex: dict, name: str) -> GltfImage:
 
 
 def _external_image(ref: str, folder: Path, warnings: list[str]) -> GltfImage:
-    """A texture file named by the model (relative to its folder, any case, '\\' or '/')."""
+    """A texture file named by the model: looked up inside its folder as the renderer looks one up
+    (``texture_bytes``: any case, '\\' or '/', never leaving the folder), else by its bare file
+    name there (files made elsewhere name 'C:\\…\\tex.png')."""
     rel = ref.replace("\\", "/")
-    candidates = [folder / rel, folder / Path(rel).name]
-    lower = {p.name.lower(): p for p in folder.iterdir()} if folder.is_dir() else {}
-    candidates.append(lower.get(Path(rel).name.lower(), folder / rel))
-    for c in candidates:
-        if c.is_file():
-            return GltfImage(name=Path(rel).stem, mime=_MIME.get(c.suffix[1:].lower(), ""), data=c.read_bytes(),
+    for candidate in dict.fromkeys((rel, Path(rel).name)):
+        try:
+            data = texture_bytes(candidate, str(folder), None)
+        except FormatError:  # absolute, or leaving the folder: only the file name is looked up
+            continue
+        if data is not None:
+            return GltfImage(name=Path(rel).stem, mime=_MIME.get(Path(candidate).suffix[1:].lower(), ""), data=data,
                              uri=rel if not Path(rel).is_absolute() else Path(rel).name)
     warnings.append(f"texture {ref!r} not found beside the model; its material is drawn untextured")
     return GltfImage(name=Path(rel).stem, mime="", data=b"", uri="")
