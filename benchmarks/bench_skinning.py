@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -25,7 +26,9 @@ from mmdkit.skinning.bounds import BoneBoxes
 from mmdkit.skinning.cage import TriangleCage
 from mmdkit.skinning.cpu import CpuSkinner
 from mmdkit.skinning.palette import build_palette_batches
-from mmdkit.skinning.reference import random_rigid, rotation_matrices, simple_fk
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test suite's pose helpers
+from skinning_reference import random_rigid, rotation_matrices, simple_fk  # noqa: E402
 
 ASSETS = Path(os.environ.get("MMDKIT_ASSETS", Path(__file__).resolve().parents[2] / "shared" / "assets"))
 

@@ -15,8 +15,12 @@ In: the environment (what the user set wins). Out:
   parallel kernels at once (mmdkit's skinner may be called from several threads).
 - ``set_threads(count)``: how many numba threads the parallel kernels launched from the calling
   thread use (clamped to 1 … ``NUMBA_NUM_THREADS``); ``using_threads(count)`` for one block.
+- ``limit_process(count)``: a worker process's share of the cores (a batch pool worker): the
+  threads OpenMP and numba may start at all, and ``set_threads(count)`` for the calling thread.
 - ``import_numba_without_blas_probe()``: numba's array maths imported without its ~0.35 s BLAS
   probe (the CLI calls it before a command that runs kernels).
+
+The one place numba's thread counts are set: callers say how many, this module sets them.
 """
 
 from __future__ import annotations
@@ -46,6 +50,18 @@ def set_threads(count: int) -> None:
     import numba
 
     numba.set_num_threads(max(1, min(int(count), numba.config.NUMBA_NUM_THREADS)))
+
+
+def limit_process(count: int) -> None:
+    """This process uses at most ``count`` threads for numba's kernels: ``OMP_NUM_THREADS`` (read
+    when OpenMP starts its threads) and, where numba is not imported yet, ``NUMBA_NUM_THREADS``
+    (numba refuses a new value once its threads run; then ``set_threads`` caps the use), then
+    ``set_threads(count)`` for the calling thread. For a pool worker, before its first kernel."""
+    count = max(1, int(count))
+    os.environ["OMP_NUM_THREADS"] = str(count)
+    if "numba" not in sys.modules:
+        os.environ["NUMBA_NUM_THREADS"] = str(count)
+    set_threads(count)
 
 
 @contextmanager

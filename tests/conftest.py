@@ -89,3 +89,13 @@ def paths_agree():
     """``paths_agree(got, want, err_msg="")``: the same quantity from two different code paths
     agrees to ``PATHS_RTOL`` of its size (integers exactly; NaN where the other has NaN)."""
     return _paths_agree
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    """A headless OpenGL context for the renderer tests of one module."""
+    from mmdkit.render.gl import create_context
+
+    c = create_context()
+    yield c
+    c.release()

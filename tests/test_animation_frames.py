@@ -45,3 +45,11 @@ def test_split_frames_before_the_motion_is_known():
     assert split_frames("0:100:2") == (0.0, 100.0, 2.0, None)
     with pytest.raises(OptionError, match="^frames: '0:1:0': the step must be > 0"):
         split_frames("0:1:0", option="frames")
+
+
+def test_fps_is_real_time():
+    """At 60 fps the 30-frames-a-second motion is sampled every half frame."""
+    from mmdkit.animation.frames import output_frames
+
+    np.testing.assert_array_equal(output_frames(330, 332, 60), [330, 330.5, 331, 331.5, 332])
+    np.testing.assert_array_equal(output_frames(0, 2, 15), [0, 2])

@@ -77,3 +77,20 @@ def test_demo_hair_swings_by_physics():
     assert np.isfinite(angles).all()
     assert angles.max() > 0.3  # radians: the hair swings well away from the head's pose
     assert (angles.max(axis=0) > 0.1).mean() > 0.5  # most strands move
+
+
+def test_demo_dances_with_physics_hair():
+    from mmdkit.physics import MMDPhysics
+    from mmdkit.runtime import Character
+
+    model, motion = demo_model(), demo_motion(2.0)
+    ch = Character(model, motion, MMDPhysics(model))
+    tip = model.bone_index("髪先")
+    ys = []
+    for f in range(60):
+        ch.update(f)
+        ys.append(ch.bone_world[tip, :3, 3].copy())
+    ys = np.array(ys)
+    assert np.isfinite(ys).all()
+    assert np.ptp(ys[:, 0]) > 0.1  # the hair swings with the sway
+    assert ch.morph_weight[model.morph_index("歌う")] >= 0

@@ -10,7 +10,8 @@ import mmdkit
 from mmdkit.model.builder import ModelBuilder
 from mmdkit.skinning.bounds import BoneBoxes
 from mmdkit.skinning.cpu import CpuSkinner
-from mmdkit.skinning.reference import random_rigid, rotation_matrices, simple_fk, skin_from_world
+
+from skinning_reference import random_rigid, rotation_matrices, simple_fk, skin_from_world
 
 
 def rest_world(m):
@@ -106,7 +107,7 @@ def test_gap_report_over_real_dance(gene, assets):
     boxes leave vertices outside at the joints; boxes that also take every vertex weighted ≥ 0.2
     leave far fewer. The Character's skinned mesh equals the float64 reference."""
     from mmdkit.runtime import Character
-    from mmdkit.skinning.reference import skin_reference
+    from skinning_reference import skin_reference
 
     ch = Character(gene, mmdkit.load(assets / "wavefile/wavefile_v2.vmd"))
     poses = []

@@ -10,7 +10,8 @@ from mmdkit.errors import BuildError
 from mmdkit.model.builder import ModelBuilder
 from mmdkit.skinning.cage import TriangleCage, point_triangle_distance
 from mmdkit.skinning.cpu import CpuSkinner
-from mmdkit.skinning.reference import random_rigid, rotation_matrices, skin_from_world
+
+from skinning_reference import random_rigid, rotation_matrices, skin_from_world
 
 
 def uv_sphere(n):

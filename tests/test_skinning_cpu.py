@@ -11,7 +11,8 @@ import mmdkit
 from mmdkit.model import model as M
 from mmdkit.model.builder import ModelBuilder
 from mmdkit.skinning.cpu import CpuSkinner, prepare_normals
-from mmdkit.skinning.reference import random_rigid, rotation_matrices, skin_from_world, skin_reference
+
+from skinning_reference import random_rigid, rotation_matrices, skin_from_world, skin_reference
 
 GEN = "fixtures/yohawing-unity-mmd-loader/Tests/Fixtures/Assets/GeneratedPmx/"
 

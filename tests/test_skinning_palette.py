@@ -12,7 +12,8 @@ from mmdkit.errors import BuildError
 from mmdkit.model import model as M
 from mmdkit.skinning.cpu import CpuSkinner
 from mmdkit.skinning.palette import build_palette_batches, vertex_bone_sets
-from mmdkit.skinning.reference import random_rigid
+
+from skinning_reference import random_rigid
 
 GEN = "fixtures/yohawing-unity-mmd-loader/Tests/Fixtures/Assets/GeneratedPmx/"
 

@@ -2,9 +2,10 @@
 to fall on.
 
 In: the GL context, the floor's centre (3,) and half size (MMD units, y ignored: the floor is
-y = 0), per frame the camera matrices, the eye's distance to what it frames and the background
-colour. Out: the floor drawn into the bound framebuffer behind everything (no depth written),
-fading into the background from 1.5 to 3 eye distances away (a soft horizon).
+y = 0), per frame the camera matrices (as ``passes.gl_matrix`` lays them out), the eye's distance
+to what it frames and the background colour. Out: the floor drawn into the bound framebuffer
+behind everything (no depth written), fading into the background from 1.5 to 3 eye distances
+away (a soft horizon).
 """
 
 from __future__ import annotations
@@ -41,11 +42,12 @@ class Floor:
         p["u_center"].value = (float(center[0]), 0.0, float(center[2]))
         p["u_radius"].value = float(max(radius, 1e-3))
 
-    def draw(self, view, proj, background, eye_distance: float) -> None:
+    def draw(self, view_gl, proj_gl, background, eye_distance: float) -> None:
+        """Camera matrices as ``passes.gl_matrix`` lays them out."""
         p = self.program
         p["u_fade"].value = (1.5 * eye_distance, 3.0 * eye_distance)
-        p["u_view"].write(np.ascontiguousarray(np.asarray(view, np.float32).T).tobytes())
-        p["u_proj"].write(np.ascontiguousarray(np.asarray(proj, np.float32).T).tobytes())
+        p["u_view"].write(view_gl)
+        p["u_proj"].write(proj_gl)
         p["u_background"].value = tuple(float(c) for c in background)
         self.ctx.disable(moderngl.DEPTH_TEST | moderngl.CULL_FACE)  # behind everything, writes no depth
         self._vao.render(moderngl.TRIANGLE_STRIP)

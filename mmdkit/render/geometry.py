@@ -11,6 +11,9 @@ uniform buffer; the storage buffers the shaders index by character and vertex
 (shaders/buffers.glsl, skin.comp): morph offsets, UV offsets and, without palettes, the skinned
 vertices (V × 2 × 4 float32 per character: position, 1, normal, 0). The morph buffers are
 orphaned before each write, so an upload does not wait for draws still reading the last frame's.
+Each frame's inputs are uploaded as given when they already have the GPU's layout (float32, C
+order, one block per character); otherwise they are gathered into host arrays made once at build,
+so a frame allocates nothing.
 """
 
 from __future__ import annotations
@@ -90,6 +93,54 @@ def _static_arrays(model, palette, morph_slot, uv_slot):
     return np.ascontiguousarray(static), np.ascontiguousarray(ints)
 
 
+def _gpu_layout(values, host: np.ndarray) -> np.ndarray:
+    """``values`` as the (instances, rows, ...) float32 C-ordered block ``host`` describes: the
+    array itself when it is laid out so (one block for every character, or one per character),
+    else ``host`` filled from it (cast and broadcast over the characters)."""
+    a = np.asarray(values)
+    if a.dtype == _F32 and a.flags.c_contiguous and (a.shape == host.shape
+                                                     or (len(host) == 1 and a.shape == host.shape[1:])):
+        return a
+    host[...] = a.reshape((-1,) + host.shape[1:]) if a.ndim != host.ndim else a
+    return host
+
+
+class _Offsets:
+    """One kind of morph offsets (vertex (k=3) or UV (k=4)) on the GPU: a storage buffer of the
+    rows ``rows`` that morphs reach, per character, and the host array inputs are gathered into."""
+
+    def __init__(self, ctx, rows, instances: int, k: int):
+        self.rows = rows
+        self.host = np.zeros((instances, len(rows), k), _F32)
+        self.buffer = ctx.buffer(np.zeros((instances, max(len(rows), 1), k), _F32).tobytes())
+        self.zero = True  # the buffer holds zeros (no offsets)
+
+    def upload(self, offsets) -> None:
+        """(V,k)/(instances,V,k) in model vertex order or (R,k)/(instances,R,k) rows; None: zeros."""
+        rows, host = self.rows, self.host
+        if not len(rows) or (offsets is None and self.zero):
+            return
+        if offsets is None:
+            host.fill(0.0)
+            data = host
+        else:
+            o = np.asarray(offsets)
+            if o.shape[-2] != len(rows):  # model vertex order: keep the rows morphs reach
+                if o.dtype == _F32 and o.ndim == 3 and len(o) == len(host):
+                    np.take(o, rows, axis=1, out=host, mode="clip")  # clip: no buffering (rows are valid)
+                elif o.dtype == _F32 and o.ndim == 2:
+                    np.take(o, rows, axis=0, out=host[0], mode="clip")
+                    host[1:] = host[0]
+                else:
+                    host[...] = np.asarray(o, _F32)[..., rows, :]
+                data = host
+            else:
+                data = _gpu_layout(o, host)
+        self.buffer.orphan()
+        self.buffer.write(data)
+        self.zero = offsets is None
+
+
 class Geometry:
     """Buffers and vertex arrays of one Model drawn as ``instances`` characters."""
 
@@ -108,8 +159,10 @@ class Geometry:
         self._vbo = ctx.buffer(static.tobytes())
         self._ibo_int = ctx.buffer(ints.tobytes())
         # storage buffers 0 and 1: offsets of the vertices morphs reach, per character
-        self._morph = ctx.buffer(np.zeros((n, max(len(self.morph_rows), 1), 3), _F32).tobytes())
-        self._uvoff = ctx.buffer(np.zeros((n, max(len(self.uv_rows), 1), 4), _F32).tobytes())
+        # host copies for inputs that need gathering, cast or broadcasting (zeros: no offsets)
+        self._offsets = {"vertex": _Offsets(ctx, self.morph_rows, n, 3), "uv": _Offsets(ctx, self.uv_rows, n, 4)}
+        self._morph, self._uvoff = self._offsets["vertex"].buffer, self._offsets["uv"].buffer
+        self._skin_host = np.empty((n, self.num_bones, 4, 4), _F32)
         self._idx = ctx.buffer(np.ascontiguousarray(np.asarray(faces, np.int32)).tobytes())
         self._inst = ctx.buffer(reserve=n * 3 * 4)
         self.instance_offset = np.zeros((n, 3), _F32)  # (instances, 3) model space
@@ -151,27 +204,17 @@ class Geometry:
     def upload(self, bone_skin, vertex_offset=None, uv_offset=None) -> None:
         """Bone matrices ((B,4,4) for every character, or (instances,B,4,4) float32) and morph
         offsets ((V,3)/(V,4) in model vertex order, or only the rows ``morph_rows`` names:
-        (M,3)/(U,4); for every character, or one per character; None keeps the previous frame's).
+        (M,3)/(U,4); for every character, or one per character; None: no offsets, zeros).
         Only the rows of vertices the model's morphs reach are sent, as the CPU skinner reads
         only those; given as such rows and as float32, nothing is copied on the way."""
-        pb, n = self.palette, self.instances
+        pb = self.palette
         if pb is None:  # row-major as given (texel c of a bone is row c; the palette block is row_major)
-            skin = np.asarray(bone_skin, _F32)
-            if skin.shape != (n, self.num_bones, 4, 4):
-                skin = np.broadcast_to(skin.reshape(-1, self.num_bones, 4, 4), (n, self.num_bones, 4, 4))
-            self.bone_tex.write(np.ascontiguousarray(skin))
+            self.bone_tex.write(_gpu_layout(bone_skin, self._skin_host))
         else:
             pb.palette_matrices(np.asarray(bone_skin, _F32).reshape(-1, 4, 4), self._palette_buf)  # row-major
             self._palette_ubo.bind_to_uniform_block(0)
-        for offsets, buf, rows in ((vertex_offset, self._morph, self.morph_rows), (uv_offset, self._uvoff, self.uv_rows)):
-            if offsets is not None and len(rows):
-                o = np.asarray(offsets, _F32)
-                if o.shape[-2] != len(rows):  # model vertex order: keep the rows morphs reach
-                    o = o[..., rows, :]
-                if o.shape[:-1] != (n, len(rows)):
-                    o = np.broadcast_to(o, (n,) + o.shape[-2:])
-                buf.orphan()
-                buf.write(np.ascontiguousarray(o))
+        self._offsets["vertex"].upload(vertex_offset)
+        self._offsets["uv"].upload(uv_offset)
 
     def skin(self) -> None:
         """Skin every character into its slice of the skinned buffer in one compute dispatch

@@ -73,8 +73,12 @@ class Renderer:
         folder = model_dir if model_dir is not None else model_folder(model)
         self.textures = MaterialTextures(ctx, self.materials, folder, model.source_extras.get("embedded_textures"))
         self.warnings = self.textures.warnings
-        self.shadow = ShadowMap(ctx, model, int(shadow_map_size)) if self_shadow else None
+        self.shadow = ShadowMap(ctx, model, int(shadow_map_size), self.instances) if self_shadow else None
         self.floor = Floor(ctx) if floor else None
+        # what each frame fills, made once: view, projection and light view-projection as OpenGL
+        # reads them, and the picture as read back (bottom row first)
+        self._gl_mats = np.empty((3, 4, 4), np.float32)
+        self._readback = np.empty((self.height, self.width, 3), np.uint8)
 
     def _make_framebuffers(self, msaa) -> None:
         ctx, size = self.ctx, (self.width, self.height)
@@ -103,19 +107,23 @@ class Renderer:
 
     def render(self, bone_skin, view, proj, *, vertex_offset=None, uv_offset=None,
                materials: MaterialValues | None = None, light_dir=DEFAULT_LIGHT_DIR, light_color=None,
-               background=(1.0, 1.0, 1.0), eye_distance: float = 40.0, self_shadow: bool | None = None):
-        """Draw one frame; returns (H, W, 3) uint8.
+               background=(1.0, 1.0, 1.0), eye_distance: float = 40.0, self_shadow: bool | None = None,
+               out: np.ndarray | None = None) -> np.ndarray:
+        """Draw one frame; returns (H, W, 3) uint8, C order (``out`` when given, else a new array).
 
         bone_skin: (B,4,4) or (instances,B,4,4) float32 skinning matrices (column vectors).
         view, proj: (4,4) camera matrices (see mmdkit.render.camera).
         vertex_offset (V,3) or (instances,V,3), uv_offset (V,4) or (instances,V,4): morph offsets
-        (one array: the same for every character of a crowd); None keeps the previous frame's.
+        (one array: the same for every character of a crowd); None: no offsets. Nothing is kept
+        from an earlier frame: each call draws from its arguments alone.
         materials: this frame's MaterialValues (``MaterialValues.of_character(ch)``; default: the
         model's own), shared by every character of a crowd.
         light_dir (3,) MMD space, light_color (3,) linear RGB (default MMD's 154/255 grey).
         eye_distance: camera distance, scales edge width as MMD does.
         self_shadow: False switches a self-shadowing renderer's shadow off for this frame (VMD
-        self-shadow keys with mode 0); None keeps what the renderer was built with.
+        self-shadow keys with mode 0); None: as the renderer was built.
+        out: an (H, W, 3) uint8 C-ordered array to draw into (a caller that keeps its own
+        pictures: then nothing is allocated for the frame).
         """
         ctx, geo, progs = self.ctx, self.geometry, self.programs
         values = materials if materials is not None else MaterialValues.of_model(self.model)
@@ -127,23 +135,24 @@ class Renderer:
             L = np.asarray(DEFAULT_LIGHT_DIR, np.float64)
         L = L / np.linalg.norm(L)
         shadow_on = self._prepare_main(bone_skin, values, L, self_shadow)
+        view_gl, proj_gl = passes.gl_matrix(view, self._gl_mats[0]), passes.gl_matrix(proj, self._gl_mats[1])
         self._fbo_ms.use()
         ctx.viewport = (0, 0, self.width, self.height)
         ctx.clear(*background, 1.0, depth=1.0)
         if self.floor is not None:
-            self.floor.draw(view, proj, background, eye_distance)
+            self.floor.draw(view_gl, proj_gl, background, eye_distance)
         ctx.enable(moderngl.DEPTH_TEST | moderngl.BLEND)
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
         p = progs.main
-        passes.vertex_uniforms(p, view, proj, L)
+        passes.vertex_uniforms(p, view_gl, proj_gl, L)
         p["u_light_color"].value = tuple(float(c) for c in light_color) if light_color is not None \
             else (LIGHT_COLOR,) * 3
         if self.ground_shadow:
-            passes.ground_shadow_pass(ctx, geo, progs.flat, self.materials, values, view, proj, L)
+            passes.ground_shadow_pass(ctx, geo, progs.flat, self.materials, values, view_gl, proj_gl, L)
         passes.main_pass(ctx, geo, p, self.materials, values, self.textures, shadow_on)
         if self.edges:
-            passes.edge_pass(ctx, geo, progs.flat, self.materials, values, view, proj, L, eye_distance)
-        return self._read()
+            passes.edge_pass(ctx, geo, progs.flat, self.materials, values, view_gl, proj_gl, L, eye_distance)
+        return self._read(out)
 
     def _prepare_main(self, bone_skin, values, light_dir, self_shadow) -> bool:
         """Texture units of the main program; draws the self-shadow map when it is on this frame
@@ -156,18 +165,25 @@ class Renderer:
         if self.shadow is not None:
             p["u_self_shadow"].value = 0.0
         if shadow_on:
-            light_vp = self.shadow.fit(bone_skin, self.geometry.instance_offset, light_dir)
+            light_vp_gl = passes.gl_matrix(self.shadow.fit(bone_skin, self.geometry.instance_offset, light_dir),
+                                           self._gl_mats[2])
             self.shadow.draw(self.geometry, self.programs.depth, self.materials, values, self.textures,
-                             light_vp, light_dir)
-            p["u_light_vp"].write(np.ascontiguousarray(light_vp.T, np.float32).tobytes())
+                             light_vp_gl, light_dir)
+            p["u_light_vp"].write(light_vp_gl)
             p["u_shadow_map"].value = 4
             self.shadow.use()
         return shadow_on
 
-    def _read(self) -> np.ndarray:
+    def _read(self, out: np.ndarray | None) -> np.ndarray:
+        """The resolved picture, top row first, into ``out`` (or a new array)."""
         self.ctx.copy_framebuffer(self._fbo, self._fbo_ms)
-        data = self._fbo.read(components=3, alignment=1)
-        return np.frombuffer(data, np.uint8).reshape(self.height, self.width, 3)[::-1]
+        self._fbo.read_into(self._readback, components=3, alignment=1)
+        if out is None:
+            out = np.empty_like(self._readback)
+        elif out.shape != self._readback.shape or out.dtype != np.uint8 or not out.flags.c_contiguous:
+            raise OptionError("out", f"needs a C-ordered ({self.height}, {self.width}, 3) uint8 array")
+        np.copyto(out, self._readback[::-1])
+        return out
 
     def release(self) -> None:
         self.ctx.release()

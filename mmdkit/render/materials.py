@@ -37,8 +37,19 @@ class MaterialValues:
                    model.material_ambient, model.material_edge_color, model.material_edge_size, {})
 
     @classmethod
-    def of_character(cls, ch) -> MaterialValues:
-        """A copy of a Character's current values (safe to keep while it poses the next frame)."""
+    def of_character(cls, ch, out: MaterialValues | None = None) -> MaterialValues:
+        """A copy of a Character's current values (safe to keep while it poses the next frame);
+        ``out``: an earlier copy of the same model's values to overwrite (and return) instead of
+        allocating new arrays (a frame loop keeps two and fills them in turn)."""
+        if out is not None:
+            for dst, src in zip((out.diffuse, out.specular, out.specular_power, out.ambient, out.edge_color,
+                                 out.edge_size), (ch.material_diffuse, ch.material_specular, ch.material_specular_power,
+                                                  ch.material_ambient, ch.material_edge_color, ch.material_edge_size)):
+                np.copyto(dst, src)
+            for k in TINTS:
+                for dst, src in zip(out.tints[k], ch.material_tint(k)):
+                    np.copyto(dst, src)
+            return out
         return cls(ch.material_diffuse.copy(), ch.material_specular.copy(), ch.material_specular_power.copy(),
                    ch.material_ambient.copy(), ch.material_edge_color.copy(), ch.material_edge_size.copy(),
                    {k: tuple(a.copy() for a in ch.material_tint(k)) for k in TINTS})

@@ -1,9 +1,9 @@
 """The drawing passes of one frame, in MMD's order: ground shadow, materials, edges.
 
 In: the GL context, the ``Geometry`` (already skinned this frame), a program, the
-``MaterialTable`` and this frame's ``MaterialValues``; camera matrices and the light direction
-((3,) float64, unit, MMD space). Out: triangles drawn into the bound framebuffer.
-Each pass reads only plain material data: no format rules here.
+``MaterialTable`` and this frame's ``MaterialValues``; camera matrices (as ``gl_matrix`` lays
+them out: (4, 4) float32, transposed) and the light direction ((3,) float64, unit, MMD space).
+Out: triangles drawn into the bound framebuffer. Each pass reads only plain material data: no format rules here.
 """
 
 from __future__ import annotations
@@ -22,18 +22,26 @@ def _vec(a) -> tuple:
     return tuple(float(x) for x in a)
 
 
-def vertex_uniforms(prog, view, proj, light_dir, edge=0.0, ground_shadow=0.0) -> None:
-    """What the shared vertex stage reads: camera, light, pass kind."""
-    prog["u_view"].write(np.ascontiguousarray(np.asarray(view, np.float32).T).tobytes())
-    prog["u_proj"].write(np.ascontiguousarray(np.asarray(proj, np.float32).T).tobytes())
+def gl_matrix(m, out: np.ndarray) -> np.ndarray:
+    """A (4, 4) matrix ``m`` (column vectors, row-major) as OpenGL reads a mat4: its transpose as
+    float32, written into ``out`` ((4, 4) float32, made once by the caller), which is returned."""
+    np.copyto(out, np.asarray(m).T, casting="unsafe")
+    return out
+
+
+def vertex_uniforms(prog, view_gl, proj_gl, light_dir, edge=0.0, ground_shadow=0.0) -> None:
+    """What the shared vertex stage reads: camera (view and projection as ``gl_matrix`` gives
+    them), light, pass kind."""
+    prog["u_view"].write(view_gl)
+    prog["u_proj"].write(proj_gl)
     for name, value in (("u_light_dir", tuple(light_dir)), ("u_edge", edge), ("u_ground_shadow", ground_shadow)):
         if name in prog:  # a program whose fragment stage ignores them may have them compiled out
             prog[name].value = value
 
 
-def ground_shadow_pass(ctx, geo, prog, table, values, view, proj, light_dir) -> None:
+def ground_shadow_pass(ctx, geo, prog, table, values, view_gl, proj_gl, light_dir) -> None:
     """MMD's ground shadow: the mesh flattened onto y = 0 along the light, one flat colour."""
-    vertex_uniforms(prog, view, proj, light_dir, ground_shadow=1.0)
+    vertex_uniforms(prog, view_gl, proj_gl, light_dir, ground_shadow=1.0)
     prog["u_color"].value = GROUND_SHADOW_COLOR
     # flattened, a closed mesh's faces that looked away from the light cover the same
     # silhouette as the others: draw only one side (half the triangles to set up)
@@ -81,9 +89,9 @@ def main_pass(ctx, geo, prog, table, values, textures, shadow_on: bool) -> None:
         geo.draw(m)
 
 
-def edge_pass(ctx, geo, prog, table, values, view, proj, light_dir, eye_distance: float) -> None:
+def edge_pass(ctx, geo, prog, table, values, view_gl, proj_gl, light_dir, eye_distance: float) -> None:
     """Outlines: back faces pushed out along the normal, in each material's edge colour."""
-    vertex_uniforms(prog, view, proj, light_dir, edge=1.0)
+    vertex_uniforms(prog, view_gl, proj_gl, light_dir, edge=1.0)
     for m in range(table.num_materials):
         if not geo.has_faces(m) or values.diffuse[m, 3] <= 0.0:
             continue

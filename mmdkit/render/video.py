@@ -127,6 +127,7 @@ class VideoWriter:
             raise
         self.frames = 0
         self.fps = float(fps)
+        self._even = None  # (h, w, 3) uint8: frames cut to the even size 4:2:0 needs
 
     def _video_stream(self, codec: str, pix_fmt: str, size, fps: float):
         try:
@@ -145,7 +146,13 @@ class VideoWriter:
         import av
 
         h, w = self.stream.height, self.stream.width
-        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(img[:h, :w]), format="rgb24")
+        part = img[:h, :w]
+        if not part.flags.c_contiguous:  # cut to an even size: through one buffer, made on the first frame
+            if self._even is None:
+                self._even = np.empty((h, w, 3), np.uint8)
+            part = self._even
+            np.copyto(part, img[:h, :w])
+        frame = av.VideoFrame.from_ndarray(part, format="rgb24")
         for packet in self.stream.encode(frame):
             self.container.mux(packet)
         self.frames += 1
