@@ -97,7 +97,7 @@ def bench_many(model, motion, n, frames, threads):
     """ms/frame of ``play`` over n Gene characters with physics (each its own world) on
     ``threads`` threads: (wall time per frame, CPU time / wall time), after a 30-frame warm-up
     that includes the first settle."""
-    chars = [Character(model, motion, physics=MMDPhysics(model)) for _ in range(n)]
+    chars = [Character(model, motion, world=MMDPhysics(model)) for _ in range(n)]
     for _ in play(chars, range(30), threads=threads):
         pass
     t0, c0 = time.perf_counter(), time.process_time()
@@ -127,7 +127,7 @@ def main():
     one, two, worlds, sizes = bench_threads(model, pose, a.reps)
     print(f"one character, {worlds} worlds ({'+'.join(map(str, sizes))} bodies): 1 thread {one * 1e3:7.3f} ms/frame, "
           f"2 threads {two * 1e3:7.3f} ms/frame, speed-up x{one / two:.2f} (same bones to the bit)")
-    ch = Character(model, motion, physics=MMDPhysics(model))
+    ch = Character(model, motion, world=MMDPhysics(model))
     stage = []
     for f in range(a.frames):
         ch.update(f, timed=True)

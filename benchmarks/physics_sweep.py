@@ -32,7 +32,7 @@ def sweep_model(model, motion, frames: int, **physics_kw) -> dict:
     """One model through frames 0..frames-1 → dict(finite, resets, stretch, frame, joint, other,
     ik_off, ms)."""
     phys = physics_for(model, **physics_kw)
-    ch = Character(model, motion, physics=phys)
+    ch = Character(model, motion, world=phys)
     visible = phys.visible_joint_mask(model)
     other = phys.skinned_joint_mask(model) & ~visible
     worst, at, joint, seconds, finite, worst_other = 0.0, -1, "", 0.0, True, 0.0

@@ -270,7 +270,7 @@ def test_gene_wavefile_300_frames_with_character(assets):
     model = mmdkit.load(str(assets / "gene" / "Gene.pmx"))
     motion = mmdkit.load(str(assets / "wavefile" / "wavefile_v2.vmd"))
     phys = MMDPhysics(model)
-    ch = Character(model, motion, physics=phys)
+    ch = Character(model, motion, world=phys)
     bind = None  # the model's rigid body positions
     # joints between bodies whose bones carry vertices must hold; the helper joints to Gene's
     # invisible cloak weights (錘, hanging 93 units below on a locked joint while the cloak now
@@ -339,7 +339,7 @@ def test_physics_modes_playing_always_off():
     model = chain_model()
     rest = rest_bones(model)
     tip = model.num_bones - 1
-    chars = {m: Character(model, None, physics=MMDPhysics(model, warmup_steps=0), physics_mode=m, settle_seconds=0)
+    chars = {m: Character(model, None, world=MMDPhysics(model, warmup_steps=0), physics_mode=m, settle_seconds=0)
              for m in ("playing", "always", "off")}
     for ch in chars.values():
         ch.update(0)
@@ -362,10 +362,10 @@ def test_ik_whose_links_are_all_physics_driven_is_skipped_while_physics_runs():
 
     model = chain_model(ik_goal=(0, 14, 4))
     tip = 4
-    off = Character(model, None, physics=MMDPhysics(model, warmup_steps=0), physics_mode="off").update(0)
+    off = Character(model, None, world=MMDPhysics(model, warmup_steps=0), physics_mode="off").update(0)
     assert off.bone_world[tip, 1, 3] < 17.0  # IK pulled the chain down towards the goal
     phys = MMDPhysics(model, warmup_steps=0)
-    on = Character(model, None, physics=phys, settle_seconds=0).update(0)
+    on = Character(model, None, world=phys, settle_seconds=0).update(0)
     assert on.ik_enabled.tolist() == [0]
     np.testing.assert_allclose(phys.body_world[1:, 1, 3], 20.0, atol=1e-3)  # reset at the unbent pose
     for f in range(1, 40):

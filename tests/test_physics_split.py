@@ -64,7 +64,7 @@ def test_threads_do_not_change_the_motion(gene, assets):
     motion = mmdkit.load(str(assets / "wavefile" / "wavefile_v2.vmd"))
     one = Character(gene, motion, MMDPhysics(gene, threads=1))
     two = Character(gene, motion, MMDPhysics(gene, threads=2))
-    assert two.simulation.physics.threads == 2
+    assert two.simulation.world.threads == 2
     moved = 0.0
     for f in range(0, 90):
         one.update(float(f))
@@ -72,9 +72,9 @@ def test_threads_do_not_change_the_motion(gene, assets):
         # the same worlds stepped by the same code, one after the other or side by side: the same bits
         assert np.array_equal(one.state.bone_world, two.state.bone_world), f
         moved = max(moved, float(np.abs(one.state.bone_world[:, :3, 3] - gene.bone_position).max()))
-    assert np.array_equal(one.simulation.physics.body_world, two.simulation.physics.body_world)
-    assert np.isfinite(two.simulation.physics.body_world).all() and moved > 1.0
-    two.simulation.physics.close()
+    assert np.array_equal(one.simulation.world.body_world, two.simulation.world.body_world)
+    assert np.isfinite(two.simulation.world.body_world).all() and moved > 1.0
+    two.simulation.world.close()
 
 
 def test_threads_below_one_is_an_option_error(gene):

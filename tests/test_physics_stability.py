@@ -16,7 +16,7 @@ def test_mokou_b_side_hair_holds_through_frames_1700_to_1720(assets):
     model = mmdkit.load(assets / "mokou" / "mokou_B.pmd")
     motion = mmdkit.load(assets / "wavefile" / "wavefile_v2.vmd")
     phys = MMDPhysics(model)
-    ch = Character(model, motion, physics=phys)
+    ch = Character(model, motion, world=phys)
     visible = phys.visible_joint_mask(model)
     side_hair = np.array(["横髪Ex" in model.joint_name[j] for j in phys.joint_index]) & visible
     assert side_hair.sum() == 42  # both sides' chains, Ex01..Ex21

@@ -20,7 +20,7 @@ def mokou(assets):
     run = Character(model, motion, physics_for(model))
     for f in range(FRAME + 1):
         run.update(f)
-    shown = run.physics.driven_bone_mask & skinned  # hair, ribbons, skirt bones that carry vertices
+    shown = run.world.driven_bone_mask & skinned  # hair, ribbons, skirt bones that carry vertices
     return model, motion, shown, still, run.bone_world[:, :3, 3].copy()
 
 

@@ -44,7 +44,7 @@ def record() -> dict:
         r = pose(model, motion, range(0, 600, 7))
         out[f"{name}/batch_world"] = r["bone_world"]
         out[f"{name}/batch_morph"] = r["morph_weight"]
-        ch = Character(model, motion, physics=MMDPhysics(model) if MMDPhysics and model.num_rigid_bodies else None)
+        ch = Character(model, motion, world=MMDPhysics(model) if MMDPhysics and model.num_rigid_bodies else None)
         V = model.num_vertices
         pos, nrm = np.empty((V, 3), np.float32), np.empty((V, 3), np.float32)
         worlds, skins = [], []

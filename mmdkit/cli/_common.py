@@ -67,13 +67,19 @@ def warn(message: str) -> None:
 
 
 def report_binding(model, motion, motion_path: str, *, quiet: bool) -> None:
-    """Say on stderr how many bone/morph tracks of ``motion`` bound to ``model``: a note when all
-    did, else one short warning counting those that did not (-v: naming them all)."""
+    """Say on stderr how many bone/morph tracks of ``motion`` bound to ``model`` (``report_bound``)."""
     from mmdkit.animation.binding import bind_motion
     from mmdkit.animation.motion import Pose
     from mmdkit.animation.vpd import motion_from_pose
 
-    report = bind_motion(model, motion_from_pose(motion) if isinstance(motion, Pose) else motion).report()
+    report_bound(bind_motion(model, motion_from_pose(motion) if isinstance(motion, Pose) else motion), motion_path,
+                 quiet=quiet)
+
+
+def report_bound(bound, motion_path: str, *, quiet: bool) -> None:
+    """Say on stderr how many bone/morph tracks of a bound motion (``BoundMotion``) bound: a note
+    when all did, else one short warning counting those that did not (-v: naming them all)."""
+    report = bound.report()
     if not report.complete:
         warn(f"{motion_path}: " + (report.full() if _flag("verbose") else
                                    f"{report.short()} (list: -v or mmdkit info MOTION --model MODEL)"))

@@ -1,50 +1,56 @@
 """`mmdkit bench MODEL MOTION`: per-stage ms/frame of frame-by-frame playback (medians).
 
-In: model, motion, frames (the common --frames grammar; here a bare N = N frames), physics on/off.
+In: model, motion, frames (the common --frames grammar; here a bare N = N frames), physics on/off,
+made into a Take and played by the one frame loop (``runtime.driver.run``, timed) into a ``BenchSink``.
 Out: one line per stage (sample, morph, bones_before_physics, physics, bones_after_physics,
 skinning) plus total, or one JSON object.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
 import click
+import numba
 import numpy as np
 
-from mmdkit.animation.frames import parse_frames
-from mmdkit.cli._common import (FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP, compile_note, load_as,
-                                report_binding)
+from mmdkit.cli._common import FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP, compile_note
+from mmdkit.cli._take import load, make_take
+from mmdkit.runtime import STAGES
+from mmdkit.runtime.driver import Sink, run
 
 
-def _time_frames(ch, frame_list, skinning: bool, pos, nrm):
-    """Play (and skin) each frame in order; per-stage seconds {stage: (F,)}, the totals (F,) and the
-    numba threads used (1 with physics: numba's idle workers would spin on Bullet's cores)."""
-    import numba
+class BenchSink(Sink):
+    """Per-stage seconds of each frame after the first ``warm`` (compiling kernels, settling physics
+    on the frames just before), the CPU skinning timed here (into buffers allocated at ``open``)."""
 
-    from mmdkit.runtime import STAGES, play
+    def __init__(self, warm: int, skinning: bool):
+        self.warm, self.skinning = warm, skinning
 
-    warm = [max(frame_list[0] - k, 0.0) for k in range(3, 0, -1)]
-    for _ in play([ch], warm):  # warm-up: compile kernels, settle physics on the frames just before
-        if skinning:
-            ch.skin(pos, nrm)
-    F = len(frame_list)
-    rows = {s: np.empty(F) for s in STAGES}
-    total = np.empty(F)
-    t0 = time.perf_counter()
-    for i, _ in play([ch], frame_list, timed=True):
+    def open(self, loaded) -> None:
+        F, V = len(loaded.frames) - self.warm, loaded.model.num_vertices
+        self.rows = {s: np.empty(F) for s in STAGES}
+        self.total = np.empty(F)
+        self._pos, self._nrm = np.empty((V, 3), np.float32), np.empty((V, 3), np.float32)
+        self._t0 = time.perf_counter()
+
+    def frame(self, i: int, characters) -> None:
+        ch = characters[0]
         t1 = time.perf_counter()
-        if skinning:
-            ch.skin(pos, nrm)
+        if self.skinning:
+            ch.skin(self._pos, self._nrm)
         t2 = time.perf_counter()
-        for s in STAGES[:-1]:
-            rows[s][i] = ch.stage_seconds[s]
-        rows["skinning"][i] = t2 - t1
-        total[i] = t2 - t0
-        threads = numba.get_num_threads()
-        t0 = time.perf_counter()
-    return rows, total, threads
+        k = i - self.warm
+        if k >= 0:
+            for s in STAGES[:-1]:
+                self.rows[s][k] = ch.stage_seconds[s]
+            self.rows["skinning"][k] = t2 - t1
+            self.total[k] = t2 - self._t0
+            self.threads = numba.get_num_threads()
+            self.world = ch.world
+        self._t0 = time.perf_counter()
 
 
 @click.command("bench")
@@ -66,23 +72,19 @@ def command(model_path, motion_path, frames, physics, skinning, as_json, quiet, 
       mmdkit bench Gene.pmx wavefile_v2.vmd --frames 1000 --physics
       mmdkit bench Gene.pmx wavefile_v2.vmd --frames 300:1299
     """
-    from mmdkit import Model, Motion
-    from mmdkit.physics import physics_for
-    from mmdkit.runtime import STAGES, Character
-
+    take = make_take(model_path, motion_path, frames=frames, physics=physics, rest_pose=False, bare_count=True)
     with compile_note(quiet):
-        model = load_as(model_path, Model, "model (.pmx/.pmd)")
-        motion = load_as(motion_path, Motion, "motion (.vmd)", arg="MOTION")
-        frame_list = parse_frames(frames, motion.last_frame, bare_count=True)
-        report_binding(model, motion, motion_path, quiet=quiet)
-        ch = Character(model, motion, physics_for(model, physics))
-        V = model.num_vertices
-        scratch = np.empty((V, 3), np.float32), np.empty((V, 3), np.float32)
-        rows, total, threads = _time_frames(ch, frame_list, skinning, *scratch)
-    result = {s: float(np.median(rows[s]) * 1e3) for s in STAGES}
-    result["total"] = float(np.median(total) * 1e3)
-    result.update(frames=len(frame_list), bones=model.num_bones, vertices=V, physics_enabled=ch.physics is not None,
-                  numba_threads=threads)
+        loaded = load(take, quiet=quiet)
+        frame_list = loaded.frames
+        warm = np.array([max(frame_list[0] - k, 0.0) for k in range(3, 0, -1)])
+        loaded = dataclasses.replace(loaded, frames=np.concatenate([warm, frame_list]))
+        sink = BenchSink(len(warm), skinning)
+        run(loaded, [sink], timed=True)
+    model = loaded.model
+    result = {s: float(np.median(sink.rows[s]) * 1e3) for s in STAGES}
+    result["total"] = float(np.median(sink.total) * 1e3)
+    result.update(frames=len(frame_list), bones=model.num_bones, vertices=model.num_vertices,
+                  physics_enabled=sink.world is not None, numba_threads=sink.threads)
     if as_json:
         click.echo(json.dumps(result))
         return

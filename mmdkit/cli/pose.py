@@ -1,6 +1,7 @@
 """`mmdkit pose MODEL MOTION --frames A:B -o OUT.npz`: bone world matrices and morph weights.
 
-In: a PMX/PMD model and a VMD motion (or VPD pose). Out: an .npz (deflated unless --no-compress)
+In: a model and a VMD motion (or VPD pose, or a clip of the model), made into a Take and posed by
+the one frame loop into a ``PoseArrays`` sink. Out: an .npz (deflated unless --no-compress)
 with frames (F,), bone_names (B,), bone_world (F,B,4,4) float32 (MMD file coordinates,
 p = M @ [x,y,z,1]), morph_names (M,), morph_weight (F,M) float32, and with --vertices
 vertex_position (F,V,3).
@@ -11,14 +12,13 @@ from __future__ import annotations
 import click
 import numpy as np
 
-from mmdkit.animation.frames import parse_frames
 from mmdkit.cli._common import (CLIP_HELP, FRAMES_DEFAULT, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP,
-                                VPD_OPTION_HELP, apply_vpd_options, compile_note, load_model_motion, report_binding,
-                                save_npz_atomic, show_progress)
-from mmdkit.cli._frames import warn_past_end
+                                VPD_OPTION_HELP, compile_note, save_npz_atomic, show_progress)
+from mmdkit.cli._take import load, make_take
 from mmdkit.cli._memory import check_frames_memory, out_of_memory_blames
 from mmdkit.cli._output import check_output, writing
 from mmdkit.errors import OptionError
+from mmdkit.runtime.driver import run
 
 
 def _check_memory(spec: str, num_frames: int, model, vertices: bool) -> None:
@@ -52,26 +52,21 @@ def command(model_path, motion_path, clip, frames, output, physics, vertices, co
       mmdkit pose Fox.glb --clip Run -o fox.npz
       python -c "import numpy as np; d=np.load('pose.npz'); print(d['bone_world'].shape)"
     """
-    from mmdkit import Motion
-    from mmdkit.physics import physics_for
-    from mmdkit.runtime import pose
+    from mmdkit.runtime.arrays import PoseArrays
 
+    take = make_take(model_path, motion_path, clip=clip, vpd_specs=vpd_specs, frames=frames, physics=physics)
     check_output(output, (model_path, motion_path, *(spec.rpartition("@")[0] for spec in vpd_specs)))
     if not output.lower().endswith(".npz"):
         raise OptionError("-o", f"{output}: pose writes NumPy arrays; name the output ….npz "
                                 "(other formats: mmdkit export)")
+    sink = PoseArrays(vertices)
     with compile_note(quiet):
-        model, motion, motion_label = load_model_motion(model_path, motion_path, clip, frames)
-        last = motion.last_frame if isinstance(motion, Motion) else 0
-        frame_list = parse_frames(frames, last)
-        _check_memory(frames, len(frame_list), model, vertices)
-        warn_past_end(frames if frames != FRAMES_DEFAULT else None, frame_list, last, motion_label)
-        report_binding(model, motion, motion_label, quiet=quiet)
-        motion = apply_vpd_options(model, motion, vpd_specs)
-        with out_of_memory_blames("--frames", f"posing '{frames}' ({len(frame_list):,} frames of {model_path}"
+        loaded = load(take, quiet=quiet, check=lambda t: _check_memory(frames, len(t.frames), t.model, vertices))
+        model = loaded.model
+        with out_of_memory_blames("--frames", f"posing '{frames}' ({len(loaded.frames):,} frames of {model_path}"
                                   + (" with --vertices)" if vertices else ")"), "pose fewer frames per run"):
-            out = pose(model, motion, frame_list, physics=physics_for(model, physics), vertices=vertices,
-                       progress=show_progress(quiet) and len(frame_list) > 200)
+            run(loaded, [sink], progress=show_progress(quiet) and len(loaded.frames) > 200)
+    out = sink.result
     arrays = dict(frames=out["frames"], bone_names=np.array(model.bone_name), bone_world=out["bone_world"],
                   morph_names=np.array(model.morph_name), morph_weight=out["morph_weight"])
     if vertices:
@@ -79,5 +74,5 @@ def command(model_path, motion_path, clip, frames, output, physics, vertices, co
     with writing(output):
         save_npz_atomic(output, compress=compress, **arrays)
     if not quiet:
-        click.echo(f"wrote {output}: {len(frame_list)} frames × {model.num_bones} bones"
+        click.echo(f"wrote {output}: {len(loaded.frames)} frames × {model.num_bones} bones"
                    + (f", {model.num_vertices} vertices" if vertices else ""))

@@ -1,28 +1,31 @@
-"""Export a posed motion: bake it through the full MMD pipeline, then write it by extension.
+"""Export a posed motion: the frame loop's export sink, and ``export()`` for one file from Python.
 
-In: ``Model``, ``Motion`` (or VPD ``Pose`` / None), an output path ending in .npz, .bvh, .vmd,
-.glb or .gltf, options. Out: the file (written atomically, never over an input) and a summary
-dict. ``bake`` (``mmdkit.export.bake``) gives the ``BakedMotion`` every writer reads; each writer
-module exposes ``OPTIONS`` (the keyword options it takes) and ``write(baked, path, *, motion, warn,
-**options) -> dict``, optionally ``check(model, frames, **options)`` (run before baking); a writer
-with a ``Stream`` class (npz) is fed each frame while baking.
+In: a ``LoadedTake``'s frames as the driver poses them (``ExportSink``), or ``Model``, ``Motion``
+(or VPD ``Pose`` / None) and an output path ending in .npz, .bvh, .vmd, .glb or .gltf with options
+(``export``). Out: the file (written atomically, never over an input) and a summary dict.
+``bake.Bake`` collects the ``BakedMotion`` every writer reads; each writer module exposes
+``OPTIONS`` (the keyword options it takes) and ``write(baked, path, *, motion, warn, **options) ->
+dict``, optionally ``check(model, frames, **options)`` (run before the first frame) and a
+``Stream`` class (npz), fed each frame as it is posed.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 
 from mmdkit.animation.frames import MOTION_FPS, check_fps
 from mmdkit.errors import OptionError
-from mmdkit.export.bake import BakedMotion, bake, output_frames
+from mmdkit.export import bvh, gltf, npz, vmd
+from mmdkit.export.bake import Bake, BakedMotion, bake, output_frames
 from mmdkit.fileutil import same_file
+from mmdkit.runtime.driver import run
+from mmdkit.runtime.take import LoadedTake
 
-WRITERS = {".npz": "mmdkit.export.npz", ".bvh": "mmdkit.export.bvh", ".vmd": "mmdkit.export.vmd",
-           ".glb": "mmdkit.export.gltf", ".gltf": "mmdkit.export.gltf"}
-"""Output extension → writer module (imported on first use)."""
+WRITERS = {".npz": npz, ".bvh": bvh, ".vmd": vmd, ".glb": gltf, ".gltf": gltf}
+"""Output extension → writer module."""
 
-__all__ = ["export", "bake", "BakedMotion", "output_frames", "check_fps", "check_options", "WRITERS", "writer_for"]
+__all__ = ["export", "ExportSink", "bake", "Bake", "BakedMotion", "output_frames", "check_fps", "check_options",
+           "WRITERS", "writer_for"]
 
 
 def writer_for(path, option: str = "path"):
@@ -31,15 +34,15 @@ def writer_for(path, option: str = "path"):
     if ext not in WRITERS:
         raise OptionError(option, f"{os.fspath(path)}: cannot export to '{ext or '(no extension)'}'; "
                                   f"use one of {', '.join(WRITERS)}")
-    return importlib.import_module(WRITERS[ext])
+    return WRITERS[ext]
 
 
-def check_not_input(path, *objects) -> None:
-    """OptionError('path') when ``path`` is the file one of ``objects`` (Model/Motion/paths) came from."""
+def check_not_input(path, *objects, option: str = "path") -> None:
+    """OptionError(option) when ``path`` is the file one of ``objects`` (Model/Motion/paths) came from."""
     for obj in objects:
         src = obj if isinstance(obj, (str, os.PathLike)) else getattr(obj, "source_path", "")
         if src and same_file(path, src):
-            raise OptionError("path", f"{os.fspath(path)} is the input file {os.fspath(src)}; choose another output")
+            raise OptionError(option, f"{os.fspath(path)} is the input file {os.fspath(src)}; choose another output")
 
 
 def check_options(path, option: str = "path", *, flag_prefix: str = "", **options):
@@ -56,23 +59,67 @@ def check_options(path, option: str = "path", *, flag_prefix: str = "", **option
     return writer
 
 
-def export(model, motion, path, *, frames=None, fps: float = MOTION_FPS, physics=True, camera=None, joints=None,
-           scale=None, warn=print, progress: bool = False, **options) -> dict:
+class ExportSink(Bake):
+    """One export file of a take, by its extension: the frames are baked (``Bake``) as the driver
+    poses them, then written at ``close``. ``options``: the writer's own (``OPTIONS``: joints,
+    scale, vertices, reduce, reduce_physics; a glTF writer also takes the take's camera); options
+    a format does not take are refused at construction, before anything is loaded."""
+
+    def __init__(self, path, options: dict | None = None, *, warn=print, option: str = "path", flag_prefix: str = ""):
+        options = {k: v for k, v in (options or {}).items() if v is not None and v is not False}
+        self.writer = check_options(path, option, flag_prefix=flag_prefix, **options)
+        self.path, self.option, self.warn = path, option, warn
+        self.kw = dict(options)
+        self.stream = None
+        # npz with vertices: fed frame by frame, each frame's skinned vertices streamed into the file
+        self.streams = hasattr(self.writer, "Stream") and bool(options.get("vertices"))
+        super().__init__((self._stream_frame,) if self.streams else ())
+
+    def _stream_frame(self, i: int, character) -> None:
+        self.stream.on_frame(i, character)
+
+    def open(self, loaded) -> None:
+        check_not_input(self.path, loaded.model, loaded.motion, loaded.camera, option=self.option)
+        if "camera" in self.writer.OPTIONS and loaded.camera is not None:
+            self.kw["camera"] = loaded.camera
+        if hasattr(self.writer, "check"):  # the writer's own option checks, before the (long) bake
+            self.writer.check(loaded.model, loaded.frames, **self.kw)
+        self.motion = loaded.motion
+        super().open(loaded)
+        if self.streams:
+            self.stream = self.writer.Stream(self.path, loaded.model, len(loaded.frames), **self.kw)
+            self.stream.__enter__()
+
+    def close(self) -> dict:
+        super().close()
+        if self.stream is not None:
+            stream, self.stream = self.stream, None
+            try:
+                info = stream.finish(self.baked)
+            except BaseException as e:
+                stream.__exit__(type(e), e, e.__traceback__)
+                raise
+            stream.__exit__(None, None, None)
+            return info
+        return self.writer.write(self.baked, self.path, motion=self.motion, warn=self.warn, **self.kw)
+
+    def abort(self) -> None:
+        if self.stream is not None:
+            stream, self.stream = self.stream, None
+            err = RuntimeError("aborted")
+            stream.__exit__(RuntimeError, err, None)
+
+
+def export(model, motion, path, *, frames=None, fps: float = MOTION_FPS, physics: bool = True, camera=None,
+           joints=None, scale=None, warn=print, progress: bool = False, **options) -> dict:
     """Bake ``motion`` on ``model`` at ``frames`` (motion frames; None: the whole motion at ``fps``)
-    and write ``path`` in the format its extension names. ``physics``: True/False or a world;
+    and write ``path`` in the format its extension names. ``physics``: simulate the model's bodies;
     ``camera``: a camera Motion (glTF); ``joints``: None/'all' or 'humanoid' (npz, bvh); ``scale``:
     units per MMD unit (default per format); other ``options`` go to the writer (npz: vertices;
     vmd, gltf: reduce; vmd: reduce_physics). Returns the writer's summary dict (path, frames, sizes)."""
-    writer = check_options(path, camera=camera, joints=joints, scale=scale, **options)
-    check_not_input(path, model, motion, camera)
-    kw = {k: v for k, v in dict(options, camera=camera, joints=joints, scale=scale).items() if k in writer.OPTIONS}
+    sink = ExportSink(path, dict(options, camera=camera, joints=joints, scale=scale), warn=warn)
+    fps = check_fps(fps)
     if frames is None:
         frames = output_frames(motion, fps)
-    if hasattr(writer, "check"):  # the writer's own option checks, before the (long) bake
-        writer.check(model, frames, **kw)
-    if hasattr(writer, "Stream"):  # npz: vertices go into the file frame by frame while baking
-        with writer.Stream(path, model, len(frames), **kw) as out:
-            baked = bake(model, motion, frames, fps=fps, physics=physics, progress=progress, on_frame=out.on_frame)
-            return out.finish(baked)
-    baked = bake(model, motion, frames, fps=fps, physics=physics, progress=progress)
-    return writer.write(baked, path, motion=motion, warn=warn, **kw)
+    loaded = LoadedTake.of(model, motion, frames, fps=fps, physics=bool(physics), camera=camera)
+    return run(loaded, [sink], progress=progress, desc="baking")[0]

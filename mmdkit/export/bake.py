@@ -1,11 +1,13 @@
 """Bake a motion through the full MMD pipeline into per-frame arrays every exporter reads.
 
 In: ``Model``, ``Motion`` (VMD; a VPD ``Pose`` or None = one still pose), output frames (motion
-frames, fractional allowed) or an output ``fps``, physics on/off (or a world). Out: ``BakedMotion``
-— bone world matrices and rotations, MMD-local bone translations/rotations (what a VMD key holds,
-IK/append/physics included), morph weights. Physics runs through ``mmdkit.runtime.Character``, so
-its seek/settle policy is the runtime's (``runtime.simulation.Simulation``: the first frame puts the
-bodies on the pose and settles them ``settle_seconds`` with the pose held).
+frames, fractional allowed) or an output ``fps``, physics on/off. Out: ``BakedMotion`` — bone
+world matrices and rotations, MMD-local bone translations/rotations (what a VMD key holds,
+IK/append/physics included), morph weights. ``Bake`` is the frame loop's sink
+(``mmdkit.runtime.driver``) that collects them, so the batch-or-frame-by-frame policy and the
+physics seek/settle policy are the runtime's (``runtime.simulation.Simulation``: the first frame
+puts the bodies on the pose and settles them ``settle_seconds`` with the pose held; a continuous
+sink steps them through every motion frame between output frames).
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
 from mmdkit.animation.frames import MOTION_FPS, check_fps, check_frames
 from mmdkit.animation.frames import output_frames as frame_range
 from mmdkit.animation.motion import Motion
-from mmdkit.mathutil import qfrom_matrix3_scalar, qmul_scalar, qrot_scalar
-from mmdkit.runtime.simulation import physics_frames
+from mmdkit.mathutil import qmul_scalar, qrot_scalar
+from mmdkit.runtime.driver import Sink, run
+from mmdkit.runtime.take import LoadedTake
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,95 +103,71 @@ def local_from_world(parent, position, world_p, world_q, local_t_out, local_q_ou
                 local_q_out[f, b, c] = q[c]
 
 
-@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def world_from_matrices(bone_world, world_p_out, world_q_out):
-    """world_p_out (F,B,3) / world_q_out (F,B,4) float64 from bone_world (F,B,4,4) float32 model
-    space (rotation part → unit quaternion (x,y,z,w))."""
-    for f in prange(bone_world.shape[0]):
-        for b in range(bone_world.shape[1]):
-            q = qfrom_matrix3_scalar(bone_world[f, b, 0, 0], bone_world[f, b, 0, 1], bone_world[f, b, 0, 2],
-                                     bone_world[f, b, 1, 0], bone_world[f, b, 1, 1], bone_world[f, b, 1, 2],
-                                     bone_world[f, b, 2, 0], bone_world[f, b, 2, 1], bone_world[f, b, 2, 2])
-            for c in range(4):
-                world_q_out[f, b, c] = q[c]
-            for c in range(3):
-                world_p_out[f, b, c] = bone_world[f, b, c, 3]
+class Bake(Sink):
+    """The driver's sink every exporter reads: each output frame's bone worlds (matrices, positions,
+    rotations), morph weights and the bones physics drove, kept in arrays allocated at ``open``;
+    ``close`` derives the MMD-local transforms and leaves the ``BakedMotion`` in ``baked``.
+    ``on_frame(i, character)`` callbacks run after output frame i is posed (e.g. to skin and
+    stream its vertices: those need frame by frame posing with geometry)."""
+
+    batch = True
+    continuous = True
+    world_pq = True
+
+    def __init__(self, on_frame=()):
+        self.on_frame = tuple(on_frame)
+        self.geometry = bool(self.on_frame)
+        self.batch = not self.on_frame
+        self.baked: BakedMotion | None = None
+
+    def open(self, loaded) -> None:
+        model, F = loaded.model, len(loaded.frames)
+        B = model.num_bones
+        self.model, self.frames, self.fps = model, loaded.frames, loaded.fps
+        self.bone_world = np.empty((F, B, 4, 4), np.float32)
+        self.world_p = np.empty((F, B, 3))
+        self.world_q = np.empty((F, B, 4))
+        self.morph_weight = np.empty((F, model.num_morphs), np.float32)
+        self.driven = np.zeros(B, bool)
+        self.active = False
+
+    def frame(self, i: int, characters) -> None:
+        ch = characters[0]
+        state = ch.state
+        self.bone_world[i] = state.bone_world
+        self.world_p[i] = state.bone_world_p
+        self.world_q[i] = state.bone_world_q
+        self.morph_weight[i] = state.morph_weight
+        self.driven[state.bone_driven] = True
+        self.active = ch.simulation.active
+        for f in self.on_frame:
+            f(i, ch)
+
+    def posed(self, bone_world: np.ndarray, morph_weight: np.ndarray, world_p, world_q) -> None:
+        self.bone_world, self.morph_weight, self.world_p, self.world_q = bone_world, morph_weight, world_p, world_q
+
+    def close(self) -> dict:
+        model, F, B = self.model, len(self.frames), self.model.num_bones
+        local_t = np.empty((F, B, 3))
+        local_q = np.empty((F, B, 4))
+        local_from_world(np.asarray(model.bone_parent, np.int32), np.asarray(model.bone_position, np.float64),
+                         self.world_p, self.world_q, local_t, local_q)
+        self.baked = BakedMotion(model=model, frames=self.frames, fps=self.fps, bone_world=self.bone_world,
+                                 bone_world_position=self.world_p, bone_world_rotation=self.world_q,
+                                 bone_local_translation=local_t, bone_local_rotation=local_q,
+                                 morph_weight=self.morph_weight, bone_driven=self.driven, physics=self.active)
+        return {"frames": F}
 
 
-def _physics_world(model, physics):
-    """A world from ``physics``: True/False → ``physics_for``, its Bullet worlds stepped on as many
-    threads as numba may use (``numba.get_num_threads``; the batch runner lowers it per worker),
-    the motion the same either way; None → off; else the world given."""
-    if isinstance(physics, (bool, np.bool_)):
-        from mmdkit.physics import physics_for
-
-        return physics_for(model, bool(physics), threads=get_num_threads())
-    return physics
-
-
-def bake(model, motion=None, frames=None, *, fps: float = MOTION_FPS, physics=True,
+def bake(model, motion=None, frames=None, *, fps: float = MOTION_FPS, physics: bool = True,
          progress: bool = False, on_frame=None) -> BakedMotion:
     """Run the pipeline over ``frames`` (motion frames in playing order; None: the whole motion at
-    ``fps``, from 0) and return a ``BakedMotion``. ``physics``: True/False, or a physics world
-    (``mmdkit.physics.physics_for``) to use; the first frame settles it (``Simulation.settle``).
-    ``on_frame(i, character)`` is called after output frame i is posed (e.g. to skin and stream
-    its vertices)."""
-    from mmdkit.runtime import Character
-
+    ``fps``, from 0) and return a ``BakedMotion``. ``physics``: simulate the model's bodies; the
+    first frame settles them (``Simulation.settle``). ``on_frame(i, character)`` is called after
+    output frame i is posed (e.g. to skin and stream its vertices)."""
     fps = check_fps(fps)
     frames = output_frames(motion, fps) if frames is None else check_frames(frames)
-    world = _physics_world(model, physics)
-    F, B = len(frames), model.num_bones
-    if world is None and on_frame is None:  # nothing needs history: the parallel batch poser
-        from mmdkit.pose.batch import pose_batch
-
-        bone_world, morph_weight = pose_batch(model, motion, frames)
-        world_p, world_q = np.empty((F, B, 3)), np.empty((F, B, 4))
-        world_from_matrices(bone_world, world_p, world_q)
-        driven, active = np.zeros(B, bool), False
-    else:
-        ch = Character(model, motion, world)
-        ch.geometry = on_frame is not None  # vertices (skinned per frame) need the morph offsets
-        bone_world, world_p, world_q, morph_weight, driven = _run(ch, frames, progress, on_frame)
-        active = ch.simulation.active
-    local_t = np.empty((F, B, 3))
-    local_q = np.empty((F, B, 4))
-    local_from_world(np.asarray(model.bone_parent, np.int32), np.asarray(model.bone_position, np.float64), world_p,
-                     world_q, local_t, local_q)
-    return BakedMotion(model=model, frames=frames, fps=fps, bone_world=bone_world, bone_world_position=world_p,
-                       bone_world_rotation=world_q, bone_local_translation=local_t, bone_local_rotation=local_q,
-                       morph_weight=morph_weight, bone_driven=driven, physics=active)
-
-
-def _run(ch, frames: np.ndarray, progress: bool, on_frame):
-    """Pose character ``ch`` frame by frame (in-between frames simulated where physics needs them);
-    returns bone_world (F,B,4,4) f32, world_p (F,B,3), world_q (F,B,4) f64, morph_weight (F,N) f32
-    and the (B,) bool mask of bones physics drove."""
-    posed, keep = physics_frames(frames) if ch.simulation.active else (frames, np.arange(len(frames)))
-    F, B, N = len(frames), ch.model.num_bones, ch.model.num_morphs
-    bone_world = np.empty((F, B, 4, 4), np.float32)
-    world_p = np.empty((F, B, 3))
-    world_q = np.empty((F, B, 4))
-    morph_weight = np.empty((F, N), np.float32)
-    driven = np.zeros(B, bool)
-    record = np.zeros(len(posed), bool)
-    record[keep] = True
-    it = range(len(posed))
-    if progress:
-        from tqdm import tqdm
-
-        it = tqdm(it, desc="baking", unit="frame")
-    i = 0
-    state = ch.state
-    for j in it:
-        ch.update(posed[j])
-        if record[j]:
-            bone_world[i] = state.bone_world
-            world_p[i] = state.bone_world_p
-            world_q[i] = state.bone_world_q
-            morph_weight[i] = state.morph_weight
-            driven[state.bone_driven] = True
-            if on_frame is not None:
-                on_frame(i, ch)
-            i += 1
-    return bone_world, world_p, world_q, morph_weight, driven
+    loaded = LoadedTake.of(model, motion, frames, fps=fps, physics=bool(physics))
+    sink = Bake(() if on_frame is None else (on_frame,))
+    run(loaded, [sink], progress=progress, desc="baking")
+    return sink.baked

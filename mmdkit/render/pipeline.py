@@ -1,11 +1,13 @@
-"""Render a model dancing to a motion: pose (worker thread) → GPU draw → encode (worker thread).
+"""Render a model dancing to a motion: the frame loop's ``RenderSink`` (GPU draw on its own thread
+→ encode on another), and ``render_motion`` for one output from Python.
 
-In: Model, Motion, optional camera Motion, frames, size/fps/msaa, physics on/off, crowd size.
-Out: a video, a picture or PNG frames (atomic, see ``video``), plus stats (frames, seconds, fps,
+In: a LoadedTake's characters as the driver (``mmdkit.runtime.driver``) poses them: Model, Motion,
+optional camera Motion, frames, fps, crowd; the sink's size/msaa/shadows/floor/audio. Out: a
+video, a picture or PNG frames (atomic, see ``video``), plus stats (frames, seconds, fps,
 warnings). Output fps is real time: by default the motion (30 frames a second) is sampled at
 ``animation.frames.output_frames(0, last, fps)``, fractional frames included.
-Posing frame n+1 overlaps drawing frame n, and encoding overlaps both, so the renderer never
-waits on Python for long. A crowd draws N characters of one Model with instancing; each has
+Posing frame n+1 (the driver) overlaps drawing frame n, and encoding overlaps both, so the
+renderer never waits on Python for long. A crowd draws N characters of one Model with instancing; each has
 its own Character (and physics world) and a motion offset; material morphs are those of the
 first character (the renderer takes one set of material values per frame).
 """
@@ -19,9 +21,9 @@ import numpy as np
 
 from mmdkit.animation.camera import sample_camera, sample_light, sample_shadow
 from mmdkit.animation.frames import check_frames, output_frames
-from mmdkit.errors import OptionError
-from mmdkit.physics import physics_for
-from mmdkit.runtime import Character, play, seconds_at
+from mmdkit.runtime.driver import Sink, run
+from mmdkit.runtime.playback import seconds_at
+from mmdkit.runtime.take import LoadedTake
 from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET, crowd_offsets, crowd_spacing, rest_box
 from mmdkit.render.camera import auto_view, fit_view, mmd_view, perspective
 from mmdkit.render.framing import motion_box
@@ -29,37 +31,6 @@ from mmdkit.render.geometry import morph_rows
 from mmdkit.render.gl import Renderer
 from mmdkit.render.materials import MaterialValues
 from mmdkit.render.video import open_writer
-
-
-class _Crowd:
-    """N Characters of one model playing the same motion through ``frames``, each
-    ``frame_offset`` frames later than the one before."""
-
-    def __init__(self, model, motion, n: int, physics: bool, frames, frame_offset: float):
-        self.model = model
-        self.chars = [Character(model, motion, physics_for(model, physics)) for _ in range(n)]
-        self._playing = play(self.chars, frames, offsets=[k * frame_offset for k in range(n)])
-        self.rows = morph_rows(model)
-        # two sets of outputs, filled in turn: the renderer draws from one while the next frame
-        # is posed into the other (``_draw_frames``)
-        self._outputs = [(np.empty((n, model.num_bones, 4, 4), np.float32),
-                          np.empty((n, len(self.rows[0]), 3), np.float32),
-                          np.empty((n, len(self.rows[1]), 4), np.float32)) for _ in range(2)]
-        self._turn = 0
-
-    def pose_next(self):
-        """The renderer's inputs for the next frame: bone_skin (N,B,4,4), vertex offsets (N,M,3)
-        and UV offsets (N,U,4) float32 of the vertices morphs reach (``morph_rows``), and the
-        first character's MaterialValues. The arrays stay valid until the call after next (the
-        renderer runs on another thread)."""
-        next(self._playing)
-        skins, voff, uvoff = self._outputs[self._turn]
-        self._turn ^= 1
-        for k, ch in enumerate(self.chars):
-            skins[k] = ch.bone_skin if ch.visible else 0.0  # hidden by a property key: collapsed, draws nothing
-            np.take(ch.vertex_offset, self.rows[0], axis=0, out=voff[k])
-            np.take(ch.uv_offset, self.rows[1], axis=0, out=uvoff[k])
-        return skins, voff, uvoff, MaterialValues.of_character(self.chars[0])
 
 
 class _Shots:
@@ -94,25 +65,119 @@ class _Shots:
         return kw
 
 
-def _draw_frames(frames, crowd: _Crowd, shots: _Shots, ren: Renderer, writer, bar) -> None:
-    """Pose frame i+1 on one thread and encode frame i−1 on another while frame i is drawn."""
-    with ThreadPoolExecutor(1) as pose_pool, ThreadPoolExecutor(1) as enc_pool:
-        nxt = pose_pool.submit(crowd.pose_next)
-        enc = None
-        for i in range(len(frames)):
-            skins, voff, uvoff, materials = nxt.result()
-            if i + 1 < len(frames):
-                nxt = pose_pool.submit(crowd.pose_next)
-            kw = shots(i)
-            img = ren.render(skins, kw.pop("view"), kw.pop("proj"), vertex_offset=voff, uv_offset=uvoff,
-                             materials=materials, **kw)
-            if enc is not None:
-                enc.result()
-            enc = enc_pool.submit(writer.write, img)
-            if bar is not None:
-                bar.update(1)
-        if enc is not None:
-            enc.result()
+class RenderSink(Sink):
+    """A video, a picture or a folder of PNG frames of the take's characters (see ``video``).
+
+    The drawing runs on a thread of its own (it owns the GL context) while the driver poses the next
+    frame, and encoding on another while the next frame is drawn. Each frame's renderer inputs are
+    copied into one of two sets of buffers allocated at ``open``: bone_skin (N,B,4,4), the vertex
+    offsets (N,M,3) and UV offsets (N,U,4) float32 of the vertices morphs reach (``morph_rows``),
+    and the first character's material values; a set is reused once its frame is drawn."""
+
+    geometry = True
+
+    def __init__(self, output: str, *, size=(1280, 720), msaa: int = 4, palette_size: int | None = None,
+                 ground_shadow: bool = True, self_shadow: bool = False, floor: bool = False,
+                 audio: str | None = None, warn=print):
+        self.output, self.size, self.msaa, self.audio, self.warn = output, tuple(size), msaa, audio, warn
+        self.options = dict(palette_size=palette_size, ground_shadow=ground_shadow, self_shadow=self_shadow,
+                            floor=floor)
+        self.writer = self.ren = None
+        self._gl = self._enc = None
+        self.seconds = 0.0
+
+    def open(self, loaded) -> None:
+        model, frames, crowd = loaded.model, loaded.frames, loaded.crowd
+        self.num_frames = len(frames)
+        self.writer = open_writer(self.output, self.size, loaded.fps, self.audio, frames=frames,
+                                  audio_start=seconds_at(frames[0]))
+        self._gl = ThreadPoolExecutor(1, thread_name_prefix="mmdkit-gl")
+        self._enc = ThreadPoolExecutor(1, thread_name_prefix="mmdkit-encode")
+        offsets = crowd_offsets(crowd, crowd_spacing(*rest_box(model)))
+        self.shots = _Shots(model, loaded.motion, loaded.camera, frames, self.size[0] / self.size[1], offsets)
+        self.ren = self._gl.submit(self._build, model, crowd, offsets).result()
+        for w in self.ren.warnings:
+            self.warn(w)
+        self.rows = morph_rows(model)
+        self._buffers = [(np.empty((crowd, model.num_bones, 4, 4), np.float32),
+                          np.empty((crowd, len(self.rows[0]), 3), np.float32),
+                          np.empty((crowd, len(self.rows[1]), 4), np.float32)) for _ in range(2)]
+        self._drawing = [None, None]  # the draw of the frame each set of buffers holds
+        self._encoding = None
+        self._t0 = time.perf_counter()
+
+    def _build(self, model, crowd: int, offsets) -> Renderer:
+        """On the GL thread: the renderer, its instance offsets and the floor (around what the
+        automatic camera frames, else the origin)."""
+        ren = Renderer(model, self.size, self.msaa, instances=crowd, **self.options)
+        ren.set_instance_offsets(offsets)
+        if self.shots.box is not None:
+            lo, hi = self.shots.box
+            ren.place_floor((lo + hi) / 2, 4.0 * self.shots.auto_dist)  # reaches past the horizon
+        else:
+            ren.place_floor((0.0, 0.0, 0.0), 500.0)
+        return ren
+
+    def frame(self, i: int, characters) -> None:
+        turn = i & 1
+        if self._drawing[turn] is not None:
+            self._drawing[turn].result()  # its frame is drawn: the buffers are free
+        skins, voff, uvoff = self._buffers[turn]
+        for k, ch in enumerate(characters):
+            skins[k] = ch.bone_skin if ch.visible else 0.0  # hidden by a property key: collapsed, draws nothing
+            np.take(ch.vertex_offset, self.rows[0], axis=0, out=voff[k])
+            np.take(ch.uv_offset, self.rows[1], axis=0, out=uvoff[k])
+        materials = MaterialValues.of_character(characters[0])
+        self._drawing[turn] = self._gl.submit(self._draw, i, skins, voff, uvoff, materials)
+
+    def _draw(self, i: int, skins, voff, uvoff, materials) -> None:
+        """On the GL thread: draw frame i, then hand the picture to the encoder once it is free."""
+        kw = self.shots(i)
+        img = self.ren.render(skins, kw.pop("view"), kw.pop("proj"), vertex_offset=voff, uv_offset=uvoff,
+                              materials=materials, **kw)
+        if self._encoding is not None:
+            self._encoding.result()
+        self._encoding = self._enc.submit(self.writer.write, img)
+
+    def _drain(self) -> None:
+        for d in self._drawing:
+            if d is not None:
+                d.result()
+        if self._encoding is not None:
+            self._encoding.result()
+
+    def close(self) -> dict:
+        try:
+            self._drain()
+            self.writer.close()
+            self.seconds = time.perf_counter() - self._t0
+            warnings = list(self.ren.warnings)
+        finally:
+            self._release()
+        n = self.num_frames
+        return {"frames": n, "seconds": self.seconds, "fps": n / self.seconds if self.seconds else 0.0,
+                "warnings": warnings, "output": self.output}
+
+    def abort(self) -> None:
+        try:
+            if self._gl is not None:
+                try:
+                    self._drain()
+                except BaseException:
+                    pass
+            if self.writer is not None:
+                self.writer.abort()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._gl is not None:
+            if self.ren is not None:
+                self._gl.submit(self.ren.release).result()
+                self.ren = None
+            self._gl.shutdown(wait=True)
+            self._enc.shutdown(wait=True)
+            self._gl = self._enc = None
 
 
 def render_motion(model, motion, output: str, *, frames=None, camera=None, size=(1280, 720),
@@ -127,43 +192,11 @@ def render_motion(model, motion, output: str, *, frames=None, camera=None, size=
     fps, warnings, output)."""
     if frames is None:
         frames = output_frames(0.0, max(motion.last_frame if motion is not None else 0, 1), fps)
-    frames = check_frames(list(frames))
-    if crowd < 1:
-        raise OptionError("crowd", f"must be at least 1, got {crowd}")
-    writer = open_writer(output, size, fps, audio, frames=frames, audio_start=seconds_at(frames[0]))
-    ren = bar = None
-    try:
-        ren = Renderer(model, size, msaa, instances=crowd, palette_size=palette_size, ground_shadow=ground_shadow,
-                       self_shadow=self_shadow, floor=floor)
-        for w in ren.warnings:
-            warn(w)
-        dancers = _Crowd(model, motion, crowd, physics, frames, crowd_frame_offset)
-        offsets = crowd_offsets(crowd, crowd_spacing(*rest_box(model)))
-        ren.set_instance_offsets(offsets)
-        shots = _Shots(model, motion, camera, frames, size[0] / size[1], offsets)
-        if shots.box is not None:
-            lo, hi = shots.box
-            ren.place_floor((lo + hi) / 2, 4.0 * shots.auto_dist)  # reaches past the horizon
-        else:
-            ren.place_floor((0.0, 0.0, 0.0), 500.0)
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(frames), desc="rendering", unit="frame")
-        t0 = time.perf_counter()
-        _draw_frames(frames, dancers, shots, ren, writer, bar)
-        writer.close()
-        secs = time.perf_counter() - t0
-    except BaseException:
-        writer.abort()
-        raise
-    finally:
-        if bar is not None:
-            bar.close()
-        if ren is not None:
-            ren.release()
-    return {"frames": len(frames), "seconds": secs, "fps": len(frames) / secs if secs else 0.0,
-            "warnings": list(ren.warnings), "output": output}
+    loaded = LoadedTake.of(model, motion, check_frames(list(frames)), fps=fps, physics=bool(physics), camera=camera,
+                           crowd=crowd, crowd_frame_offset=crowd_frame_offset)
+    sink = RenderSink(output, size=size, msaa=msaa, palette_size=palette_size, ground_shadow=ground_shadow,
+                      self_shadow=self_shadow, floor=floor, audio=audio, warn=warn)
+    return run(loaded, [sink], progress=progress, desc="rendering")[0]
 
 
 def render_still(model, bone_skin=None, size=(640, 480), msaa=4, *, vertex_offset=None, yaw_deg=0.0,

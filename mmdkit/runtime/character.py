@@ -1,7 +1,7 @@
 """A character: one (shared, read-only) Model + its own pose state, physics world and skinner.
 
-In: ``Model``, optional ``Motion`` (or VPD ``Pose``), optional physics world, optional shared
-``CpuSkinner``. ``update(frame)`` runs ``mmdkit.pose.stages`` in MMD's order — sample → morphs →
+In: ``Model``, optional ``Motion`` (or VPD ``Pose``), optional physics ``world``, optional shared
+``Rig`` (``pose.rig.build_rig``; built here when not given) and ``CpuSkinner``. ``update(frame)`` runs ``mmdkit.pose.stages`` in MMD's order — sample → morphs →
 bones before physics → physics (``Simulation``) → bones after physics — into the preallocated
 ``PoseState`` (``.state``); the properties below are views of it. Nothing is allocated per frame.
 """
@@ -16,7 +16,7 @@ from mmdkit.animation.binding import BoundMotion, bind_motion
 from mmdkit.animation.frames import MOTION_FPS
 from mmdkit.animation.motion import Pose
 from mmdkit.animation.vpd import motion_from_pose
-from mmdkit.pose.rig import MATERIAL_MORPH_CHANNELS, rig_for
+from mmdkit.pose.rig import MATERIAL_MORPH_CHANNELS, build_rig
 from mmdkit.pose.stages import (BONES_AFTER_PHYSICS, BONES_BEFORE_PHYSICS, PHYSICS, SAMPLE, STAGES, frame_args,
                                 motion_in, run_frame)
 from mmdkit.pose.state import PoseState
@@ -34,8 +34,10 @@ def _state_view(name: str, doc: str) -> property:
 class Character:
     """Model + motion + own pose state (+ physics, skinner). Many characters may share one Model.
 
-    Character(model, motion=None, physics=None, *, fps=30, physics_mode='playing',
-              settle_seconds=1.5, skinner=None)   skinner: a CpuSkinner to share (crowds), else own
+    Character(model, motion=None, world=None, *, rig=None, fps=30, physics_mode='playing',
+              settle_seconds=1.5, skinner=None)   world: a physics world (``physics.physics_for``)
+              or None; rig, bound, skinner: a Rig, the motion bound to the model (``bind_motion``)
+              and a CpuSkinner to share (crowds), else its own
     update(frame, timed=False)  pose at ``frame`` (fractional allowed); timed fills stage_seconds;
                                 a seek settles physics (``Simulation``)
     bone_world, bone_skin (B,4,4) float32 model space; morph_weight (N,) float32;
@@ -45,16 +47,16 @@ class Character:
                                 factors too; False leaves them (bones and morph weights only)
     """
 
-    def __init__(self, model, motion=None, physics=None, *, fps: float = FPS, physics_mode: str = "playing",
-                 settle_seconds: float = DEFAULT_SETTLE_SECONDS, skinner=None):
+    def __init__(self, model, motion=None, world=None, *, rig=None, bound=None, fps: float = FPS,
+                 physics_mode: str = "playing", settle_seconds: float = DEFAULT_SETTLE_SECONDS, skinner=None):
         if isinstance(motion, Pose):
             motion = motion_from_pose(motion)
         self.model = model
         self.motion = motion
-        self.rig = rig_for(model)
-        self.bound: BoundMotion = bind_motion(model, motion)
+        self.rig = build_rig(model) if rig is None else rig
+        self.bound: BoundMotion = bind_motion(model, motion) if bound is None else bound
         self.state = PoseState.for_rig(self.rig)
-        self.simulation = Simulation(physics, self.rig, self.state, self.bound, fps=fps, mode=physics_mode,
+        self.simulation = Simulation(world, self.rig, self.state, self.bound, fps=fps, mode=physics_mode,
                                      settle_seconds=settle_seconds)
         self._motion_keys = motion_in(self.bound)
         self._args = self._args_coupling = None
@@ -64,9 +66,9 @@ class Character:
         self.stage_seconds = dict.fromkeys(STAGES, 0.0)
 
     @property
-    def physics(self):
+    def world(self):
         """The physics world (None without physics)."""
-        return self.simulation.physics
+        return self.simulation.world
 
     @property
     def physics_mode(self) -> str:

@@ -29,11 +29,11 @@ MODEL_KINDS = "model (.pmx/.pmd/.glb/.gltf/.vrm)"
 MOTION_KINDS = "motion (.vmd) or pose (.vpd)"
 
 
-def _ignore(message: str) -> None:
+def ignore(message: str) -> None:
     pass
 
 
-def load_as(path: str, cls, what: str, option: str, *, warn=_ignore, shown: int = 10):
+def load_as(path: str, cls, what: str, option: str, *, warn=ignore, shown: int = 10):
     """The object in ``path`` (``formats.io.load_as``: an OptionError naming ``option`` unless it is a
     ``cls``); its load warnings go to ``warn`` (at most ``shown``, then a count)."""
     obj = io.load_as(path, cls, what, option)
@@ -50,7 +50,7 @@ def report_warnings(path: str, warnings, warn, shown: int) -> None:
 
 
 def load_motion_for(model, model_path: str, motion_path: str | None, clip, *, names: dict = CLI_NAMES,
-                    warn=_ignore, shown: int = 10, rest_pose: bool = False, frames: str | None = None):
+                    warn=ignore, shown: int = 10, rest_pose: bool = False, frames: str | None = None):
     """(motion or pose or None, label naming its source) for ``model``: the file ``motion_path`` when
     given, else its ``clip`` (name or index; default the first) when the model carries clips, else
     None (the rest pose) where ``rest_pose`` allows it, or an OptionError. With ``frames`` (a
@@ -73,7 +73,7 @@ def load_motion_for(model, model_path: str, motion_path: str | None, clip, *, na
     return motion, f"{model_path} clip {name!r}"
 
 
-def load_model_motion(model_path: str, motion_path: str | None, clip, *, names: dict = CLI_NAMES, warn=_ignore,
+def load_model_motion(model_path: str, motion_path: str | None, clip, *, names: dict = CLI_NAMES, warn=ignore,
                       shown: int = 10, rest_pose: bool = False, frames: str | None = None):
     """(model, motion or pose or None, label): the model at ``model_path`` and ``load_motion_for`` it."""
     model = load_as(model_path, Model, MODEL_KINDS, names["model"], warn=warn, shown=shown)
@@ -98,7 +98,7 @@ def split_vpd_spec(spec: str, option: str = "--vpd") -> tuple[str, int, float]:
     return path, frame_i, weight_f
 
 
-def apply_vpd_specs(model, motion, specs, *, option: str = "--vpd", warn=_ignore, shown: int = 10):
+def apply_vpd_specs(model, motion, specs, *, option: str = "--vpd", warn=ignore, shown: int = 10):
     """``motion`` (a Motion, a Pose or None) with each ``FILE.vpd@FRAME[:WEIGHT]`` of ``specs``
     loaded at its frame and registered, in order (MMD's load pose + register); unchanged without specs."""
     if specs and isinstance(motion, Pose):

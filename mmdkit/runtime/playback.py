@@ -1,11 +1,8 @@
-"""Playback over one or many characters, and ``pose`` (arrays for a list of frames).
+"""Playback over one or many characters: the stepping under ``runtime.driver.run``.
 
 In: characters (``Character``), frames (motion frames, float). Out: ``play`` yields after every
-character is posed at each frame (render, bench and the pose CLI iterate it); ``output_frames``
-maps output pictures at any fps to motion frames (real time: frame = seconds × 30, fractional);
-``pose`` returns bone_world (F,B,4,4), morph_weight (F,N) float32 and optionally skinned
-vertices (F,V,3), through the parallel kinematic batch (``mmdkit.pose.pose_batch``) when
-nothing needs history. While physics runs, numba runs on the calling thread only
+character is posed at each frame (the driver iterates it); ``output_frames`` maps output pictures
+at any fps to motion frames (real time: frame = seconds × 30, fractional). While physics runs, numba runs on the calling thread only
 (``numba_threads``, set up in ``mmdkit.threads``): its workers would compete with Bullet for the cores.
 """
 
@@ -14,10 +11,7 @@ from __future__ import annotations
 import concurrent.futures
 from collections.abc import Iterable, Iterator, Sequence
 
-import numpy as np
-
 from mmdkit.animation.frames import output_frames  # noqa: F401  (re-exported by mmdkit.runtime)
-from mmdkit.pose.batch import pose_batch
 from mmdkit.runtime.character import FPS, Character
 from mmdkit.threads import using_threads as numba_threads  # noqa: F401  (re-exported by mmdkit.runtime)
 
@@ -65,29 +59,3 @@ def play(characters: Sequence[Character], frames: Iterable[float], *, offsets: S
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
-
-
-def pose(model, motion, frames, *, physics=None, vertices: bool = False, progress: bool = False) -> dict:
-    """Pose ``frames`` (iterable of numbers) in order; returns arrays.
-
-    Returns dict: frames (F,) float64, bone_world (F,B,4,4) float32 model space, morph_weight
-    (F,N) float32, and with ``vertices`` vertex_position (F,V,3) float32 (after morphs and
-    skinning). Without physics and vertices the frames are posed in parallel chunks.
-    """
-    frames = np.asarray(list(frames), np.float64)
-    if physics is None and not vertices:
-        world, morph = pose_batch(model, motion, frames)
-        return {"frames": frames, "bone_world": world, "morph_weight": morph}
-    ch = Character(model, motion, physics)
-    F, B, N, V = len(frames), model.num_bones, model.num_morphs, model.num_vertices
-    out = {"frames": frames, "bone_world": np.empty((F, B, 4, 4), np.float32),
-           "morph_weight": np.empty((F, N), np.float32)}
-    if vertices:
-        out["vertex_position"] = np.empty((F, V, 3), np.float32)
-        normals = np.empty((V, 3), np.float32)
-    for i, _ in play([ch], frames, progress=progress):
-        out["bone_world"][i] = ch.bone_world
-        out["morph_weight"][i] = ch.morph_weight
-        if vertices:
-            ch.skin(out["vertex_position"][i], normals)
-    return out

@@ -1,6 +1,6 @@
 """The physics policy of a character, in one place: when to reset, how far to step, which mode.
 
-In: a physics world (``mmdkit.physics.MMDPhysics`` or anything with its ``reset``/``step``/
+In: a physics ``world`` (``mmdkit.physics.MMDPhysics`` or anything with its ``reset``/``step``/
 ``set_bone_physics``/``driven_bone_mask``), the character's Rig, PoseState and bound motion.
 Out: per frame, bone_world (B,4,4) float32 with the driven rows written by the world, and the
 pose state's coupling (driven bones, IK solvers to skip) kept in step with the per-key flags.
@@ -55,13 +55,13 @@ def physics_frames(frames: np.ndarray, max_step: float = PHYSICS_STEP_FRAMES) ->
 class Simulation:
     """Runs one character's physics world between the two bone passes (see module docstring)."""
 
-    def __init__(self, physics, rig, state, bound, *, fps: float, mode: str = "playing",
+    def __init__(self, world, rig, state, bound, *, fps: float, mode: str = "playing",
                  settle_seconds: float = DEFAULT_SETTLE_SECONDS):
         if mode not in PHYSICS_MODES:
             raise OptionError("physics_mode", f"must be one of {', '.join(PHYSICS_MODES)}, not {mode!r}")
         if not 0.0 <= settle_seconds <= 60.0:
             raise OptionError("settle_seconds", f"must be between 0 and 60, not {settle_seconds!r}")
-        self.physics = physics
+        self.world = world
         self.mode = mode
         self.fps = float(fps)
         self.settle_seconds = float(settle_seconds)
@@ -70,12 +70,12 @@ class Simulation:
         self._has_physics_keys = bool(len(bound.bone_key_physics)) and not bound.bone_key_physics.all()
         self._driven = np.zeros(len(rig.bone_parent), bool)
         if self.active:
-            self._couple(physics.driven_bone_mask)
+            self._couple(world.driven_bone_mask)
 
     @property
     def active(self) -> bool:
         """True when a world runs between the bone passes (there is one and the mode is not 'off')."""
-        return self.physics is not None and self.mode != "off"
+        return self.world is not None and self.mode != "off"
 
     def _couple(self, driven) -> None:
         self._driven = np.asarray(driven, bool).copy()
@@ -91,18 +91,18 @@ class Simulation:
         if self._has_physics_keys:
             b = self._bound
             sample_bone_physics(frame, b.bone_key_start, b.bone_key_frame, b.bone_key_physics, self._bone_physics)
-            self.physics.set_bone_physics(self._bone_physics)
-            if not np.array_equal(self._driven, self.physics.driven_bone_mask):
-                self._couple(self.physics.driven_bone_mask)
+            self.world.set_bone_physics(self._bone_physics)
+            if not np.array_equal(self._driven, self.world.driven_bone_mask):
+                self._couple(self.world.driven_bone_mask)
         if seek:
             self.settle(bone_world)
         else:
-            self.physics.step(delta / self.fps, bone_world)
+            self.world.step(delta / self.fps, bone_world)
 
     def settle(self, bone_world: np.ndarray) -> None:
         """Bodies to the pose in bone_world (B,4,4) float32, zero velocity, then ``settle_seconds``
         of fixed steps with the pose held; the driven rows of bone_world are written from them."""
-        steps = int(round(self.settle_seconds / self.physics.fixed_step))
-        self.physics.reset(bone_world, steps)
+        steps = int(round(self.settle_seconds / self.world.fixed_step))
+        self.world.reset(bone_world, steps)
         if steps:
-            self.physics.pull_bones(bone_world)
+            self.world.pull_bones(bone_world)
