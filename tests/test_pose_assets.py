@@ -65,7 +65,7 @@ def test_gene_dance_keeps_lengths_and_feet_on_targets(gene, wavefile):
     assert len(misses) > 20
     assert np.median(misses) < 0.01
     # MMD's CCD (nanoem, babylon-mmd) stops short on bent legs: the reference misses by up to 0.36
-    # on this dance (90th percentile 0.22, right foot) and mmdkit lands with it (test_conformance)
+    # on this dance (90th percentile 0.22, right foot) and mmdkit lands with it (test_pose_conformance)
     assert np.percentile(misses, 90) < 0.3
 
 

@@ -3,7 +3,7 @@
 In: a golden ``.npz`` written by make_golden.py. Out: ``compare(path)`` → ``Agreement`` with
 per-bone-frame position error (F,B) float64 (MMD units) and rotation error (F,B) float64
 (radians), the bones that lie in IK chains, and the bone names; used by
-tests/test_conformance.py and conformance_table.py (docs/conformance.md).
+tests/test_pose_conformance.py and conformance_table.py (docs/conformance.md).
 """
 
 from __future__ import annotations

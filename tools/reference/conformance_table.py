@@ -27,7 +27,7 @@ than copying them into the reference:
 
 Each bone-frame compares mmdkit's world position (MMD units) and rotation (radians) of a bone
 with the reference's. *IK* bones are IK links, the bones below them and bones appended from
-them; all other bones are expected to agree within 1e-3 everywhere (`tests/test_conformance.py`
+them; all other bones are expected to agree within 1e-3 everywhere (`tests/test_pose_conformance.py`
 asserts it, and IK bones within 1e-2 with 99.5% of their bone-frames within 1e-3).
 Before the IK solver of issue #11 (a plane/hinge knee solver), 95.35% of these bone-frames
 agreed within 1e-3 (knees 0.2–0.9 units off); the floor of the differences is float32 output.

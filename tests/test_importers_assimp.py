@@ -1,7 +1,7 @@
 """FBX / .x / COLLADA / BVH / ... through the Assimp bridge (mmdkit.importers.assimp).
 
 References: each file's own scene skinned as Assimp defines it (Σ w·node_world(bone)·offset·v,
-the ``gltf_skinning`` of test_import_gltf over the asset the bridge built), and for glTF files the
+the ``gltf_skinning`` of test_importers_gltf over the asset the bridge built), and for glTF files the
 native reader: both readers must pose the same vertices (matched as point sets: Assimp joins
 identical vertices, so its vertex order and count differ).
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_import_gltf import engine_skinning, gltf_skinning, run, size_of
+from test_importers_gltf import engine_skinning, gltf_skinning, run, size_of
 
 import mmdkit
 from mmdkit.errors import FormatError, OptionError
