@@ -62,3 +62,22 @@ def test_a_frame_without_offsets_draws_none_whatever_came_before(ctx, tmp_path):
     blue = ren.render(eye, view, proj, uv_offset=uv, light_dir=(0, 0, 1)).astype(int)
     assert blue[16, 16, 2] > blue[16, 16, 0] + 60 and fresh[16, 16, 0] > int(fresh[16, 16, 2]) + 60
     np.testing.assert_array_equal(ren.render(eye, view, proj, light_dir=(0, 0, 1)), fresh)
+
+
+def test_a_frame_is_drawn_into_the_callers_picture_when_given(ctx):
+    """``out=``: the picture goes into the caller's array (nothing allocated for it), the same
+    pixels as a new one; an array of another shape, type or layout is refused on one line."""
+    from mmdkit.errors import OptionError
+
+    model = demo_model()
+    ren = Renderer(model, (48, 40), 0, ctx=ctx)
+    eye = np.broadcast_to(np.eye(4, dtype=np.float32), (model.num_bones, 4, 4))
+    view, proj = mmd_view((0, 10, 0), (0, 0, 0), -30), perspective(30, 48 / 40)
+    new = ren.render(eye, view, proj)
+    assert new.flags.c_contiguous and new.shape == (40, 48, 3) and (new < 200).any()
+    mine = np.zeros((40, 48, 3), np.uint8)
+    assert ren.render(eye, view, proj, out=mine) is mine
+    np.testing.assert_array_equal(mine, new)
+    for bad in (np.zeros((40, 48, 4), np.uint8), np.zeros((40, 48, 3)), np.zeros((40, 96, 3), np.uint8)[:, ::2]):
+        with pytest.raises(OptionError, match="out: needs a writable C-ordered"):
+            ren.render(eye, view, proj, out=bad)

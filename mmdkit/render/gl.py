@@ -126,6 +126,9 @@ class Renderer:
         pictures: then nothing is allocated for the frame).
         """
         ctx, geo, progs = self.ctx, self.geometry, self.programs
+        if out is not None and (out.shape != self._readback.shape or out.dtype != np.uint8
+                                or not out.flags.c_contiguous or not out.flags.writeable):
+            raise OptionError("out", f"needs a writable C-ordered ({self.height}, {self.width}, 3) uint8 array")
         values = materials if materials is not None else MaterialValues.of_model(self.model)
         geo.upload(bone_skin, vertex_offset, uv_offset)
         geo.skin()
@@ -180,8 +183,6 @@ class Renderer:
         self._fbo.read_into(self._readback, components=3, alignment=1)
         if out is None:
             out = np.empty_like(self._readback)
-        elif out.shape != self._readback.shape or out.dtype != np.uint8 or not out.flags.c_contiguous:
-            raise OptionError("out", f"needs a C-ordered ({self.height}, {self.width}, 3) uint8 array")
         np.copyto(out, self._readback[::-1])
         return out
 
