@@ -94,7 +94,8 @@ def _imports(module: str, path, modules) -> list[tuple[str, int]]:
             if node.level:
                 parts = package.split(".")
                 base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
-            subs = [f"{base}.{a.name}" for a in node.names if base in modules and _is_module(f"{base}.{a.name}", modules)]
+            subs = [f"{base}.{a.name}" for a in node.names
+                    if base in modules and _is_module(f"{base}.{a.name}", modules)]
             found += [(m, node.lineno) for m in subs]
             if len(subs) < len(node.names):
                 found.append((base, node.lineno))

@@ -2,8 +2,9 @@
 
 In: the scene, its ``Skeleton`` and ``Space`` (from ``import_scene``) and a clip name or index.
 Out: a ``Motion`` with one linear key per frame f = 0 … ⌈30·duration⌉ (time min(f/30, duration)
-s) — or only at the frames around those asked for (``Clips.get_clip(..., frames=)``) — for every bone that moves — with W_i(t) = rigid(J_i(t))·R_i⁻¹ (``mmdkit.importers.skeleton``) and
-x its translation, rotation q = rot(W_P)⁻¹·rot(W_i) and translation t = rot(W_P)⁻¹·(x_i − x_P) −
+s) — or only at the frames around those asked for (``Clips.get_clip(..., frames=)``) — for every
+bone that moves — with W_i(t) = rigid(J_i(t))·R_i⁻¹ (``mmdkit.importers.skeleton``) and x its
+translation, rotation q = rot(W_P)⁻¹·rot(W_i) and translation t = rot(W_P)⁻¹·(x_i − x_P) −
 (p_i − p_P) under parent bone P — and morph keys named by target (weight − the default weight
 baked into the mesh). Scale that differs from the bind is dropped with a warning.
 Memory is bounded, not the clip's claimed length: frames are baked in chunks of at most

@@ -14,12 +14,11 @@ import re
 import numpy as np
 
 from mmdkit.errors import FormatError
-from mmdkit.importers.skeleton import Skeleton, expand_budget, inverse, skin_joint_binds
+from mmdkit.importers.skeleton import BIND_TOLERANCE, Skeleton, expand_budget, inverse, skin_joint_binds
 from mmdkit.model.builder import ModelBuilder
 from mmdkit.model.space import Space
 
 _EXT = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/bmp": ".bmp"}
-_BIND_TOLERANCE = 1e-4
 VERTEX_BYTES = 768
 """Bytes one imported vertex costs from import to a posed frame (measured ~550-730 on CesiumMan x100)."""
 
@@ -94,7 +93,7 @@ def _skin_bind(scene, node: int, sk: Skeleton, warnings: list[str]) -> tuple[np.
     joint_bone = sk.node_bone[skin.joint_node]
     d = sk.bone_bind[joint_bone] @ inverse(own, scene.path, f"the bind of nodes[{node}] joint {{}}")
     size = max(1.0, float(np.abs(own[:, :3, 3]).max()))
-    if np.abs(d - d[0]).max() > _BIND_TOLERANCE * size:
+    if np.abs(d - d[0]).max() > BIND_TOLERANCE * size:
         warnings.append(f"node {node} ({scene.node_name[node]!r}): its skin binds shared joints unlike the first "
                         "skin; its vertices are placed by its first joint's bind")
     return d[0] @ c, joint_bone

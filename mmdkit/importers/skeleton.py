@@ -22,7 +22,8 @@ import numpy as np
 from mmdkit.errors import FormatError
 from mmdkit.formats.gltf.accessor import budget_bytes
 
-_BIND_TOLERANCE = 1e-4  # relative to the largest joint offset: matrices this close are one bind
+BIND_TOLERANCE = 1e-4
+"""Bind matrices this close (relative to the largest joint offset) are one bind."""
 _MAX_BIND = 1e12  # largest bind matrix entry (scene units) taken; beyond it the bone cannot be placed
 
 MAX_PRIMITIVES = 2048
@@ -138,7 +139,7 @@ def skin_bind_matrix(scene, node: int) -> np.ndarray:
                                      scene.meshes[scene.node_mesh[node]].primitives
                                      if p.vertex_joint is not None] or [np.zeros(0, np.int64)]))
     c = m[used[0]] if len(used) else None
-    tolerance = _BIND_TOLERANCE * max(1.0, float(np.abs(m[:, :3, 3]).max()))
+    tolerance = BIND_TOLERANCE * max(1.0, float(np.abs(m[:, :3, 3]).max()))
     if c is not None and np.abs(m[used] - c).max() <= tolerance:
         return c
     return scene.node_world[node].astype(np.float64)

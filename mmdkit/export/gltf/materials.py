@@ -5,11 +5,11 @@ the renderer draws by; texture files found and read by ``mmdkit.model.textures``
 ``GltfDocument``. Out: one glTF material per MMD material (index list, None for none):
 baseColorFactor = diffuse RGBA, baseColorTexture = the main texture, metallic 0, roughness 1,
 doubleSided = the table's ``double_sided`` (MMD's no-cull flag), alphaMode BLEND where
-``blends``: the diffuse alpha is below 1 or the texture has transparent pixels (MMD always blends). PNG (less its colour-space chunks) and JPEG
-files are embedded as they are; BMP, TGA, DDS and the rest are converted to PNG with Pillow;
-images over ``MAX_TEXTURE_EDGE`` (4096) pixels on a side are downscaled (one warning each).
-Sphere maps and toon ramps have no glTF counterpart and are left out. Textures missing or
-unreadable: one warning naming them.
+``blends``: the diffuse alpha is below 1 or the texture has transparent pixels (MMD always
+blends). PNG (less its colour-space chunks) and JPEG files are embedded as they are; BMP, TGA,
+DDS and the rest are converted to PNG with Pillow; images over ``MAX_TEXTURE_EDGE`` (4096)
+pixels on a side are downscaled (one warning each). Sphere maps and toon ramps have no glTF
+counterpart and are left out. Textures missing or unreadable: one warning naming them.
 """
 
 from __future__ import annotations
