@@ -18,7 +18,7 @@ from mmdkit.model.model import Model
 
 __version__ = "0.1.0"
 __all__ = ["Model", "Motion", "Pose", "FormatError", "BuildError", "MmdkitError", "OptionError", "UnavailableError",
-           "PhysicsError", "RenderError", "load", "save", "view"]
+           "PhysicsError", "RenderError", "load", "save", "view", "run", "Take", "Output"]
 
 
 def _read_gltf(data: bytes, path: str = "") -> Model:
@@ -111,3 +111,26 @@ def view(model, motion=None, *, camera=None, audio=None, physics: bool = True, h
     except BaseException:
         viewer.stop()
         raise
+
+
+def run(take, *, warn=print, progress: bool = False) -> list:
+    """Write every output of ``take`` (a ``Take``) from one pass: validated before anything is
+    loaded, inputs loaded once, frames posed and simulated once (``mmdkit.io.run``). Returns one
+    summary dict per output.
+
+    >>> mmdkit.run(mmdkit.Take("Gene.pmx", "dance.vmd", frames="0:300",
+    ...                        outputs=[mmdkit.Output("dance.mp4", {"size": (640, 360)}),
+    ...                                 mmdkit.Output("dance.glb"), mmdkit.Output("dance.npz")]))
+    """
+    from mmdkit.io import run as _run
+
+    return _run(take, warn=warn, progress=progress)
+
+
+def __getattr__(name):
+    # Take / Output come with the runtime (numba): imported on first use, so ``import mmdkit`` stays light
+    if name in ("Take", "Output"):
+        from mmdkit.runtime import take
+
+        return getattr(take, name)
+    raise AttributeError(f"module 'mmdkit' has no attribute {name!r}")

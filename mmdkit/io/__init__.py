@@ -26,7 +26,29 @@ RENDER_OPTIONS = ("size", "msaa", "palette_size", "ground_shadow", "self_shadow"
 EXPORT_OPTIONS = ("joints", "scale", "vertices", "reduce", "reduce_physics")
 """Options the export formats take between them (each writer's ``OPTIONS`` says which are its own)."""
 
-__all__ = ["run", "sinks_for", "sink_for", "is_export", "RENDER_OPTIONS", "EXPORT_OPTIONS", "Output", "Take"]
+MAX_PALETTE = 256
+"""Largest ``palette_size``: 16 KB, the smallest uniform block OpenGL guarantees, holds 256 matrices."""
+
+__all__ = ["run", "sinks_for", "sink_for", "is_export", "parse_size", "RENDER_OPTIONS", "EXPORT_OPTIONS", "Output",
+           "Take"]
+
+
+def parse_size(value, option: str = "size") -> tuple[int, int]:
+    """'WIDTHxHEIGHT' → (w, h) within 16..8192, or OptionError(option)."""
+    try:
+        w, h = (int(x) for x in str(value).lower().split("x"))
+        if w < 16 or h < 16 or w > 8192 or h > 8192:
+            raise ValueError
+        return w, h
+    except ValueError:
+        raise OptionError(option, f"'{value}' is not WIDTHxHEIGHT (16..8192)") from None
+
+
+def check_palette(value, option: str = "palette_size") -> None:
+    """OptionError(option) unless ``value`` (bones per palette batch) is None or 1..MAX_PALETTE."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PALETTE):
+        raise OptionError(option, f"must be from 1 to {MAX_PALETTE} bones (leave it out to skin through the bone "
+                                  f"texture), got {value}")
 
 
 def is_export(path) -> bool:
@@ -46,12 +68,16 @@ def sink_for(output: Output, *, warn=print, option: str = "-o", flag_prefix: str
     if output_kind(path) == "folder" and ext and not (os.path.isdir(path) or path.endswith(("/", os.sep))):
         raise OptionError(option, f"{path}: cannot write '{ext}'; use one of {', '.join(WRITERS)}, "
                                   f"{SUPPORTED} (a new folder: end it with '/')")
+    def shown(k):
+        return (names or {}).get(k, flag_prefix + k.replace("_", "-") if flag_prefix else k)
+
     unknown = [k for k, v in opts.items() if k not in RENDER_OPTIONS and v is not False]
     if unknown:
-        shown = (names or {}).get(unknown[0], flag_prefix + unknown[0].replace("_", "-") if flag_prefix
-                                  else unknown[0])
-        raise OptionError(shown, f"does not apply to {output.path} (a picture or video takes "
-                                 f"{', '.join(RENDER_OPTIONS)})")
+        raise OptionError(shown(unknown[0]), f"does not apply to picture/video output (it takes "
+                                             f"{', '.join(RENDER_OPTIONS)})")
+    if isinstance(opts.get("size"), str):  # as typed: 'WIDTHxHEIGHT'
+        opts["size"] = parse_size(opts["size"], shown("size"))
+    check_palette(opts.get("palette_size"), shown("palette_size"))
     return RenderSink(os.fspath(output.path), warn=warn, **{k: v for k, v in opts.items() if k in RENDER_OPTIONS})
 
 

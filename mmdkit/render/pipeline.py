@@ -102,6 +102,8 @@ class RenderSink(Sink):
         self._buffers = [(np.empty((crowd, model.num_bones, 4, 4), np.float32),
                           np.empty((crowd, len(self.rows[0]), 3), np.float32),
                           np.empty((crowd, len(self.rows[1]), 4), np.float32)) for _ in range(2)]
+        self._images = [np.empty((self.size[1], self.size[0], 3), np.uint8) for _ in range(2)]
+        self._materials = [None, None]
         self._drawing = [None, None]  # the draw of the frame each set of buffers holds
         self._encoding = None
         self._t0 = time.perf_counter()
@@ -127,14 +129,14 @@ class RenderSink(Sink):
             skins[k] = ch.bone_skin if ch.visible else 0.0  # hidden by a property key: collapsed, draws nothing
             np.take(ch.vertex_offset, self.rows[0], axis=0, out=voff[k])
             np.take(ch.uv_offset, self.rows[1], axis=0, out=uvoff[k])
-        materials = MaterialValues.of_character(characters[0])
+        materials = self._materials[turn] = MaterialValues.of_character(characters[0], out=self._materials[turn])
         self._drawing[turn] = self._gl.submit(self._draw, i, skins, voff, uvoff, materials)
 
     def _draw(self, i: int, skins, voff, uvoff, materials) -> None:
         """On the GL thread: draw frame i, then hand the picture to the encoder once it is free."""
         kw = self.shots(i)
         img = self.ren.render(skins, kw.pop("view"), kw.pop("proj"), vertex_offset=voff, uv_offset=uvoff,
-                              materials=materials, **kw)
+                              materials=materials, out=self._images[i & 1], **kw)  # frame i-2's is encoded
         if self._encoding is not None:
             self._encoding.result()
         self._encoding = self._enc.submit(self.writer.write, img)

@@ -7,8 +7,8 @@ typed, ``animation.frames.parse_frames``, or explicit motion frames), an output 
 (``physics``: simulate or not; ``physics_mode``, ``settle_seconds``), a crowd (``crowd``
 characters, ``crowd_frame_offset`` motion frames apart) and ``outputs`` (``Output``: a path and its
 options, which the sinks above the runtime read). ``names`` says how the caller shows each input in
-errors: the CLI's (``MODEL``, ``--clip``, ``--fps`` ...) or a batch manifest's keys (``model``,
-``clip``, ``fps`` ...) — the same mistake gives the same detail everywhere.
+errors: Python's keyword names (the default), the CLI's (``MODEL``, ``--clip``, ``--fps`` ...) or a
+batch manifest's keys — the same mistake gives the same detail everywhere.
 Out: ``Take.validate()`` → the Take, or the first ``OptionError`` (nothing read but file metadata);
 ``Take.load(warn)`` → a ``LoadedTake``: the Model, one Motion (a VPD pose, a clip and the VPD
 poses all resolved into it; None only for the rest pose), the camera Motion, frames (F,) float64
@@ -82,26 +82,28 @@ class Take:
     outputs: tuple = ()
     rest_pose: bool = True
     bare_count: bool = False
-    names: Mapping = field(default_factory=lambda: CLI_NAMES)
+    names: Mapping = field(default_factory=lambda: PYTHON_NAMES)
 
     def replace(self, **changes) -> "Take":
         return replace(self, **changes)
 
     # --- validate: option values and file metadata only ----------------------------------------
-    def validate(self) -> "Take":
+    def validate(self, *, files: bool = True) -> "Take":
         """This Take, or the first OptionError naming the field as ``names`` shows it. Reads no
-        file: paths must name existing regular files, values must be in range, the frames spec and
-        VPD specs must parse."""
+        file: paths must name existing regular files (``files=False``: not looked at, e.g. a batch
+        manifest read long before its jobs run), values must be in range, the frames spec and VPD
+        specs must parse."""
         n = self.names
-        _check_input(self.model, (str, os.PathLike, Model), n["model"], loading.MODEL_KINDS)
-        _check_input(self.motion, (str, os.PathLike, Motion, Pose, type(None)), n["motion"], loading.MOTION_KINDS)
-        _check_input(self.camera, (str, os.PathLike, Motion, type(None)), n["camera"], "camera motion (.vmd)")
+        _check_input(self.model, (str, os.PathLike, Model), n["model"], loading.MODEL_KINDS, files)
+        _check_input(self.motion, (str, os.PathLike, Motion, Pose, type(None)), n["motion"], loading.MOTION_KINDS,
+                     files)
+        _check_input(self.camera, (str, os.PathLike, Motion, type(None)), n["camera"], "camera motion (.vmd)", files)
         if self.motion is not None and self.clip is not None:
             raise OptionError(n["clip"], f"picks a clip of {n['model']} when {n['motion']} is left out; got both "
                                          f"{_shown(self.motion)} and {n['clip']} {self.clip}")
         for spec in self.vpd:
             path, _, _ = loading.split_vpd_spec(spec, n["vpd"])
-            if not os.path.isfile(path):
+            if files and not os.path.isfile(path):
                 raise OptionError(n["vpd"], f"'{spec}': no file {path!r}")
         check_fps_range(self.fps, n["fps"])
         _check_frames(self.frames, n["frames"], self.bare_count)
@@ -122,7 +124,7 @@ class Take:
         for out in self.outputs:
             if not isinstance(out, Output):
                 raise OptionError(n["output"], f"{out!r} is not an Output")
-            for inp in inputs:
+            for inp in inputs if files else ():
                 if os.path.exists(out.path) and os.path.exists(inp) and os.path.samefile(out.path, inp):
                     raise OptionError(n["output"], f"{out.path} is the input file {inp}; choose another output path")
         return self
@@ -236,10 +238,10 @@ def _shown(value) -> str:
     return os.fspath(value) if isinstance(value, (str, os.PathLike)) else type(value).__name__
 
 
-def _check_input(value, kinds, option: str, what: str) -> None:
+def _check_input(value, kinds, option: str, what: str, files: bool = True) -> None:
     if not isinstance(value, kinds):
         raise OptionError(option, f"{value!r} is not a {what}")
-    if isinstance(value, (str, os.PathLike)):
+    if files and isinstance(value, (str, os.PathLike)):
         path = os.fspath(value)
         try:
             st = os.stat(path)
@@ -253,7 +255,9 @@ def _check_frames(frames, option: str, bare_count: bool) -> None:
     if frames is None:
         return
     if isinstance(frames, str):
-        split_frames(frames, bare_count=bare_count, option=option)
+        start, end, _, _ = split_frames(frames, bare_count=bare_count, option=option)
+        if end is not None and end < start:  # parse_frames' own words, before anything is loaded
+            raise OptionError(option, f"'{frames.strip()}': the end {end:g} is before the start {start:g}")
         return
     f = check_frames(frames, option)
     if len(f) > MAX_FRAMES:
