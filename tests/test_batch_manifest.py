@@ -53,9 +53,9 @@ def test_relative_paths_and_default_options(tmp_path, files):
 @pytest.mark.parametrize("line, message", [
     ('{"model": "a.pmx", "outputs": ["npz"]', "line 2: not JSON"),
     ('{"model": "a.pmx", "outputs": ["fbx"]}', "line 2: unknown output 'fbx'"),
-    ('{"model": "a.pmx", "outputs": ["npz"], "npz": {"size": "1x1"}}', "line 2: 'npz' takes no option 'size'"),
-    ('{"model": "a.pmx", "outputs": ["npz"], "frames": "5:1"}', "line 2: frames '5:1': the end is before"),
-    ('{"model": "a.pmx", "outputs": ["npz"], "frames": "a:b"}', "line 2: frames 'a:b': the start 'a' is not a number"),
+    ('{"model": "a.pmx", "outputs": ["npz"], "npz": {"size": "1x1"}}', "line 2: size: does not apply to .npz output"),
+    ('{"model": "a.pmx", "outputs": ["npz"], "frames": "5:1"}', "line 2: frames: '5:1': the end 1 is before the start 5"),
+    ('{"model": "a.pmx", "outputs": ["npz"], "frames": "a:b"}', "line 2: frames: 'a:b': the start 'a' is not a number"),
     ('{"model": "a.pmx", "outputs": []}', "line 2: 'outputs' must list"),
     ('{"motion": "a.vmd", "outputs": ["npz"]}', "line 2: no 'model'"),
     ('{"model": "a.pmx", "outputs": ["npz"], "colour": 1}', "line 2: unknown key 'colour'"),

@@ -1,10 +1,13 @@
 """`mmdkit batch` end to end: a local process pool and a local Ray instance run a multi-job manifest
-with a bad file and a worker killed mid-job; outputs, results table, re-runs that skip, resumption."""
+with a bad file and a worker killed mid-job (SIGKILL from the test while it writes an output);
+outputs, results table, re-runs that skip, resumption."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 
 import numpy as np
 import pytest
@@ -25,26 +28,88 @@ def kernels_cached(assets, tmp_path_factory):
            joints="humanoid")
 
 
+class KillOnce:
+    """Kills (SIGKILL) the first process below this one that holds a file open whose name starts with
+    ``prefix`` — a worker in the middle of writing that output — from a thread of its own: an abrupt
+    worker death injected from outside the package. ``killed``: that process's PID, once done."""
+
+    def __init__(self, prefix: str, poll: float = 0.02):
+        self.prefix, self.poll, self.killed = prefix, poll, None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        me = os.getpid()
+        while not self._done.wait(self.poll):
+            for pid in _descendants(me):
+                if self._writing(pid):
+                    os.kill(pid, signal.SIGKILL)
+                    self.killed = pid
+                    return
+
+    def _writing(self, pid: int) -> bool:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            return False
+        for fd in fds:
+            try:
+                if os.path.basename(os.readlink(f"/proc/{pid}/fd/{fd}")).startswith(self.prefix):
+                    return True
+            except OSError:
+                pass
+        return False
+
+
+def _descendants(pid: int) -> list:
+    """PIDs of every process below ``pid`` now."""
+    parent = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent[int(entry)] = int(f.read().rpartition(")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        children = [c for c, pp in parent.items() if pp == p]
+        found += children
+        todo += children
+    return found
+
+
 @pytest.fixture
 def manifest(tmp_path, assets):
-    """Three jobs on low-poly models: two good (one writes npz + bvh), one whose motion is not a motion."""
+    """Four jobs on low-poly models: two quick good ones (one writes npz + bvh), one whose motion is not
+    a motion, and a long one streaming vertices into its npz (the one whose worker gets killed)."""
     low, bye = assets / "low_miku", assets / "mei" / "Motion" / "mei_bye" / "mei_bye.vmd"
     bad = tmp_path / "broken.vmd"
     bad.write_bytes(b"Vocaloid Motion Data 0002\0\0\0\0\0" + b"\xff" * 7)
     base = {"motion": str(bye), "frames": "0:8", "physics": False}
-    entries = [dict(base, model=str(low / "miku.pmd"), outputs=["npz", "bvh"], npz={"joints": "humanoid"},
-                    test_exit_once=str(tmp_path / "killed-once")),
+    entries = [dict(base, model=str(low / "miku.pmd"), outputs=["npz", "bvh"], npz={"joints": "humanoid"}),
                dict(base, model=str(low / "gumi.pmd"), outputs=["npz"], name="gumi"),
-               dict(base, model=str(low / "miku.pmd"), motion=str(bad), outputs=["npz"], name="bad")]
+               dict(base, model=str(low / "miku.pmd"), motion=str(bad), outputs=["npz"], name="bad"),
+               {"model": str(low / "miku.pmd"), "motion": str(assets / "wavefile" / "wavefile_v2.vmd"),
+                "frames": "0:1500", "outputs": ["npz"], "npz": {"vertices": True}, "name": "slow"}]
     path = tmp_path / "jobs.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in entries))
     return path
 
 
-def check_first_run(out, rows, url=""):
+def check_first_run(out, rows, killer, url=""):
     by = {r["name"]: r for r in rows}
-    assert [r["name"] for r in rows] == ["miku__mei_bye", "gumi", "bad"]  # manifest order
-    assert [by[n]["status"] for n in ("miku__mei_bye", "gumi", "bad")] == ["ok", "ok", "failed"]
+    assert [r["name"] for r in rows] == ["miku__mei_bye", "gumi", "bad", "slow"]  # manifest order
+    assert [by[n]["status"] for n in ("miku__mei_bye", "gumi", "bad", "slow")] == ["ok", "ok", "failed", "ok"]
     assert by["bad"]["error"].startswith(str(out.parent / "broken.vmd")) and "\n" not in by["bad"]["error"]
     ok = by["miku__mei_bye"]
     assert ok["frames"] == 9 and ok["seconds"] > 0 and ok["error"] is None
@@ -53,22 +118,28 @@ def check_first_run(out, rows, url=""):
         assert os.path.getsize(o["path"].removeprefix("file://")) == o["size"] > 0
     with np.load(out / "miku__mei_bye" / "miku__mei_bye.npz") as d:
         assert d["joint_position"].shape[0] == 9 and str(d["joint_set"]) == "humanoid"
-    assert (out.parent / "killed-once").exists()  # the first attempt's worker died mid-job (os._exit)
+    assert killer.killed is not None  # the first attempt's worker died mid-job (SIGKILL while writing)
+    assert by["slow"]["frames"] == 1501 and by["slow"]["pid"] != killer.killed
+    with np.load(out / "slow" / "slow.npz") as d:
+        assert d["vertex_position"].shape[0] == 1501
     if not url:  # the local pool counts the starts of each job (Ray retries on its own); a job running
         # beside the one whose worker died was stopped with the pool and started again
-        assert ok["attempts"] == 2 and by["gumi"]["attempts"] in (1, 2) and by["bad"]["attempts"] in (1, 2)
-    assert not [f for f in os.listdir(out / "miku__mei_bye") if f.startswith(".miku")]  # no temporary files left
+        assert by["slow"]["attempts"] == 2
+        assert all(by[n]["attempts"] in (1, 2) for n in ("miku__mei_bye", "gumi", "bad"))
+    for name in ("miku__mei_bye", "slow"):  # no temporary files left, the killed attempt's included
+        assert not [f for f in os.listdir(out / name) if f.startswith(".") and f != ".mmdkit-job.json"]
     assert not (out / "bad" / ".mmdkit-job.json").exists()
     csv = (out / "results.csv").read_text().splitlines()
-    assert csv[0].startswith("name,status,seconds,frames,outputs,bytes") and len(csv) == 4
+    assert csv[0].startswith("name,status,seconds,frames,outputs,bytes") and len(csv) == 5
 
 
 def test_local_pool_runs_resumes_and_skips(tmp_path, manifest, mmdkit_cli):
     out = tmp_path / "out"
-    code, _, err = mmdkit_cli("batch", manifest, "-o", out, "--workers", "2", "-q")
+    with KillOnce(".slow.npz.") as killer:
+        code, _, err = mmdkit_cli("batch", manifest, "-o", out, "--workers", "2", "-q")
     assert code == 1, err  # a job failed; the others ran
     assert "mmdkit: batch: bad failed: " in err
-    check_first_run(out, read_results(out / "results.jsonl"))
+    check_first_run(out, read_results(out / "results.jsonl"), killer)
     npz = out / "gumi" / "gumi.npz"
     stamp = npz.stat().st_mtime_ns
     # killed outright before the record: gumi's output and a temporary file are there, the job is not done
@@ -77,15 +148,15 @@ def test_local_pool_runs_resumes_and_skips(tmp_path, manifest, mmdkit_cli):
     code, _, err = mmdkit_cli("batch", manifest, "-o", out, "--workers", "1", "-q")
     assert sorted(os.listdir(out / "gumi")) == [".mmdkit-job.json", "gumi.npz"]  # ran again, leftover gone
     rows = {r["name"]: r["status"] for r in read_results(out / "results.jsonl")}
-    assert rows == {"miku__mei_bye": "skipped", "gumi": "ok", "bad": "failed"}
+    assert rows == {"miku__mei_bye": "skipped", "gumi": "ok", "bad": "failed", "slow": "skipped"}
     assert npz.stat().st_mtime_ns != stamp
     # an option changed in one job: only that job runs again
     text = manifest.read_text().replace('"name": "gumi"', '"name": "gumi", "npz": {"scale": 0.08}')
     manifest.write_text(text)
     code, _, err = mmdkit_cli("batch", manifest, "-o", out, "--dry-run")
-    assert code == 0 and "3 jobs: 2 to run, 1 done already, 0 failing" in _
+    assert code == 0 and "4 jobs: 2 to run, 2 done already, 0 failing" in _
     code, _, err = mmdkit_cli("batch", manifest, "-o", out, "--workers", "1")
-    assert "mmdkit: batch: 1 ok, 1 failed, 1 skipped; results in" in err
+    assert "mmdkit: batch: 1 ok, 1 failed, 2 skipped; results in" in err
     assert {r["name"]: r["status"] for r in read_results(out / "results.jsonl")}["gumi"] == "ok"
 
 
@@ -120,12 +191,15 @@ def test_ray_local_instance(tmp_path, manifest, mmdkit_cli):
 
     out = tmp_path / "out"
     try:
-        code, _, err = mmdkit_cli("batch", manifest, "-o", f"file://{out}", "--ray", "local", "--workers", "2", "-q")
+        with KillOnce(".slow.npz.") as killer:
+            code, _, err = mmdkit_cli("batch", manifest, "-o", f"file://{out}", "--ray", "local", "--workers", "2",
+                                      "-q")
         assert code == 1, err
         rows = read_results(out / "results.jsonl")
-        check_first_run(out, rows, url="file://")
+        check_first_run(out, rows, killer, url="file://")
         assert all(r["node"] for r in rows if r["status"] != "skipped" and "node" in r)
         code, _, err = mmdkit_cli("batch", manifest, "-o", f"file://{out}", "--ray", "local", "-q")
-        assert [r["status"] for r in read_results(out / "results.jsonl")] == ["skipped", "skipped", "failed"]
+        assert [r["status"] for r in read_results(out / "results.jsonl")] == ["skipped", "skipped", "failed",
+                                                                              "skipped"]
     finally:
         ray.shutdown()

@@ -17,7 +17,6 @@ import multiprocessing
 import os
 import select
 import signal
-import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -27,6 +26,9 @@ from mmdkit.batch import worker
 from mmdkit.batch.plan import job_row
 
 _started = None
+"""This worker's queue of the job names it starts (set by ``_init``)."""
+_worker = None
+"""This process's ``worker.Worker`` (its numba threads, its model cache), made by ``_init``."""
 _stopping = threading.Event()
 """Set in a worker told to stop (SIGTERM, or its driver gone): it starts no other job."""
 _orphaned = threading.Event()
@@ -82,19 +84,13 @@ def _alive(pid: int) -> bool:
 
 
 def _init(threads: int, started, driver: int) -> None:
-    global _started
+    global _started, _worker
     _started = started
     threading.Thread(target=_watch, args=(driver,), name="mmdkit-driver-watch", daemon=True).start()
-    # OpenMP (numba's threading layer) sized like Ray does for a task: no idle threads on the cores
-    # the other workers need. numba reads NUMBA_NUM_THREADS at its import and again at each compile,
-    # and refuses a new value once its threads run: set only where this worker has not imported it
-    # (the forkserver may have); init_worker caps the threads used either way.
-    os.environ["OMP_NUM_THREADS"] = str(threads)
-    if "numba" not in sys.modules:
-        os.environ["NUMBA_NUM_THREADS"] = str(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides; it terminates us on Ctrl-C
     signal.signal(signal.SIGTERM, _terminated)  # unwinds through atomic writers: no temp files left
-    worker.init_worker(threads)
+    # numba (and OpenMP) sized like Ray does for a task: no idle threads on the cores the other workers need
+    _worker = worker.Worker(threads)
 
 
 def _run(job, store) -> dict:
@@ -105,7 +101,7 @@ def _run(job, store) -> dict:
     _busy.set()
     try:
         _started.put(job.name)
-        return worker.run_job(job, store)
+        return _worker.run(job, store)
     finally:
         _busy.clear()
 

@@ -1,10 +1,13 @@
 """Batch manifests → jobs: JSON Lines, CSV, or a model × motion cross product from glob patterns.
 
-In: a manifest file (one job a line: model, motion, frames, outputs, optional camera, audio, name,
-physics, fps and a table of options per output) or glob patterns, plus default options
-(``npz.joints=humanoid``). Out: ``Job`` objects with absolute paths, checked outputs and options and
-a unique folder name. A malformed line raises ``FormatError`` naming the manifest line; a missing
-input file does not (its job fails when it runs, the others go on).
+In: a manifest file (one job a line: the keys of ``JOB_KEYS`` — every option ``mmdkit render`` and
+``export`` take — and a table of options per output) or glob patterns, plus default options
+(``npz.joints=humanoid``). Out: ``Job`` objects with absolute paths and a unique folder name; a job
+runs as ``Job.takes()``: one ``mmdkit.runtime.take.Take`` per set of outputs sharing frames, fps and
+physics. Every job is validated at read as its Takes (``Take.validate``, the sinks' option checks):
+a bad value raises ``FormatError`` naming the manifest line with the CLI's detail (``jobs.jsonl line
+3: fps: must be …, got 0`` ↔ ``--fps: must be …, got 0``); a missing input file does not (its job
+fails when it runs, the others go on).
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import csv
 import glob
 import hashlib
 import json
-import math
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -21,27 +23,32 @@ from functools import lru_cache
 
 from mmdkit.animation.frames import MOTION_FPS, split_frames
 from mmdkit.errors import FormatError, OptionError
+from mmdkit.runtime.loading import split_vpd_spec
+from mmdkit.runtime.take import MANIFEST_NAMES, Output, Take
 
 EXPORT_OUTPUTS = ("npz", "glb", "gltf", "bvh", "vmd")
 RENDER_OUTPUTS = ("mp4", "png")
 OUTPUTS = EXPORT_OUTPUTS + RENDER_OUTPUTS
 COMMON_OPTIONS = ("frames", "fps", "physics")
 """Options every output takes; given in an output's table they override the job's own."""
-RENDER_OPTIONS = ("size", "msaa")
-JOB_KEYS = ("name", "model", "motion", "clip", "vpd", "frames", "outputs", "camera", "audio", "physics", "fps",
-            "test_exit_once")
-"""Keys of a job line besides one option table per output. ``test_exit_once`` is a test hook: the
-worker exits abruptly (os._exit) after its first output on the attempt that creates that marker file."""
+RENDER_OPTIONS = ("size", "msaa", "palette_size", "ground_shadow", "self_shadow")
+"""A picture's or video's own options (as ``mmdkit render`` --size, --msaa, --palette, --ground-shadow,
+--self-shadow); an export's are its writer's (npz: joints, scale, vertices; bvh: joints, scale;
+glb/gltf: scale, reduce; vmd: reduce, reduce_physics)."""
+JOB_KEYS = ("name", "model", "motion", "clip", "vpd", "camera", "audio", "frames", "fps", "physics", "crowd",
+            "outputs")
+"""Keys of a job line besides one option table per output."""
 _KEYS = frozenset(JOB_KEYS + OUTPUTS)
 
 
 @dataclass(eq=False)
 class Job:
-    """One model × motion → outputs. Paths are absolute; ``frames`` is 'A:B[:STEP]' or None (the
-    whole motion); ``options`` maps an output to its option table; ``where`` names the manifest line;
-    ``key`` (set by ``plan``) is the content hash of inputs and options. ``clip`` picks a clip the model
-    carries (name, or index as text) when there is no motion; ``vpd`` holds 'FILE.vpd@FRAME[:WEIGHT]'
-    poses (absolute FILE) loaded onto the motion, as ``mmdkit pose --vpd`` does."""
+    """One model × motion → outputs. Paths are absolute; ``frames`` is a frames spec as the CLI's
+    ``--frames`` takes it (``A:B[:STEP]``, ``A+N``, ``N``) or None (the whole motion); ``options``
+    maps an output to its option table; ``where`` names the manifest line; ``key`` (set by ``plan``)
+    is the content hash of inputs and options. ``clip`` picks a clip the model carries (name, or
+    index as text) when there is no motion; ``vpd`` holds 'FILE.vpd@FRAME[:WEIGHT]' poses (absolute
+    FILE) loaded onto the motion, as ``--vpd`` does; ``crowd`` characters (exports write the first)."""
 
     name: str
     model: str
@@ -56,7 +63,7 @@ class Job:
     options: dict = field(default_factory=dict)
     clip: str | None = None
     vpd: tuple = ()
-    test_exit_once: str | None = None
+    crowd: int = 1
     key: str = ""
 
     def inputs(self) -> dict:
@@ -70,41 +77,71 @@ class Job:
         base = {"frames": self.frames, "fps": self.fps, "physics": self.physics}
         return base | own
 
+    def takes(self, model=None, folder: str = "") -> list:
+        """The job as Takes (not validated): outputs with the same frames, fps and physics share one
+        Take (one pass writes them all), each written to ``folder``/``<name>.<output>`` with its own
+        options; ``png`` is one picture, the first of its frames. ``model``: the Model already
+        loaded (default: the job's path)."""
+        groups = {}
+        for out in self.outputs:
+            settings = self.output_settings(out)
+            frames = settings.pop("frames")
+            if out == "png":
+                frames = _first_frame(frames)
+            fps, physics = settings.pop("fps"), settings.pop("physics")
+            if out == "mp4" and self.audio:
+                settings["audio"] = self.audio
+            path = os.path.join(folder, f"{self.name or 'job'}.{out}")
+            groups.setdefault((frames, fps, physics), []).append(Output(path, settings))
+        return [Take(self.model if model is None else model, self.motion, clip=self.clip, vpd=self.vpd,
+                     camera=self.camera, frames=frames, fps=fps, physics=physics, crowd=self.crowd,
+                     outputs=tuple(outs), names=MANIFEST_NAMES) for (frames, fps, physics), outs in groups.items()]
 
-def parse_range(spec, where: str) -> tuple[float, float | None, float | None]:
-    """'A:B[:STEP]' (B inclusive; empty A = 0, empty B = the motion's end) or 'A' → (start, end, step),
-    checked by ``mmdkit.animation.frames.split_frames``; FormatError naming ``where`` otherwise."""
-    text = str(spec).strip()
-    try:
-        start, end, step, count = split_frames(text, option="frames")
-    except OptionError as e:
-        raise FormatError(f"frames {e.detail}", path=where) from None
-    if count is not None or not text:
-        raise FormatError(f"frames '{spec}' is not A:B[:STEP]", path=where)
-    if end is not None and end < start:
-        raise FormatError(f"frames '{spec}': the end is before the start", path=where)
-    return start, end, step
+
+def _first_frame(spec) -> str:
+    """The first frame a frames spec selects, as a spec of that one frame (a picture shows one)."""
+    if spec is None:
+        return "0"
+    start = split_frames(str(spec), option=MANIFEST_NAMES["frames"])[0]
+    return f"{start:.17g}"
 
 
-@lru_cache(maxsize=None)
-def _output_options(output: str) -> tuple:
-    if output in RENDER_OUTPUTS:
-        return COMMON_OPTIONS + RENDER_OPTIONS
-    from mmdkit.export import writer_for
-
-    return COMMON_OPTIONS + tuple(o for o in writer_for("x." + output).OPTIONS if o != "camera")
+def _frames(value, what: str, where: str) -> str | None:
+    """A frames spec as typed (a number, e.g. from a CSV cell, as its text); checked with the Take."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise FormatError(f"'{what}' must be a frames spec (A:B[:STEP], A+N or N), not {value!r}", path=where)
+    return str(value)
 
 
 def _check_options(table, output: str, where: str) -> dict:
+    """An output's option table (a dict; its values are checked with the job's Takes)."""
     if not isinstance(table, dict):
         raise FormatError(f"'{output}' must be a table of options, not {table!r}", path=where)
-    allowed = _output_options(output)
-    for k, v in table.items():
-        if k not in allowed:
-            raise FormatError(f"'{output}' takes no option '{k}' (it takes {', '.join(allowed)})", path=where)
-        if k == "frames" and v is not None:
-            parse_range(v, where)
-    return dict(table)
+    if "audio" in table:
+        raise FormatError(f"'{output}': 'audio' is a key of the job, not of an output", path=where)
+    table = dict(table)
+    if "frames" in table:
+        table["frames"] = _frames(table["frames"], f"{output}.frames", where)
+    return table
+
+
+def validate(job: Job) -> Job:
+    """``job`` when its Takes are valid (``Take.validate`` without looking at the input files, and the
+    sinks' checks of each output's options), else FormatError naming its line with the CLI's detail."""
+    from mmdkit.io import sinks_for  # the sinks: only when a manifest is read (render's modules are large)
+
+    try:
+        for take in job.takes():
+            sinks_for(take.validate(files=False), warn=_ignore)
+    except OptionError as e:
+        raise FormatError(str(e), path=job.where) from None
+    return job
+
+
+def _ignore(message: str) -> None:
+    pass
 
 
 def _path(value, base: str, what: str, where: str) -> str | None:
@@ -135,8 +172,6 @@ def _vpd(value, base: str, where: str) -> tuple:
     specs = [v for v in value.split(";") if v.strip()] if isinstance(value, str) else value
     if not isinstance(specs, (list, tuple)) or not all(isinstance(v, str) for v in specs):
         raise FormatError(f"'vpd' must list FILE.vpd@FRAME[:WEIGHT] poses, not {value!r}", path=where)
-    from mmdkit.runtime.loading import split_vpd_spec  # numba comes with runtime: only for manifests with poses
-
     out = []
     for spec in specs:
         try:
@@ -160,7 +195,8 @@ def _outputs(value, where: str) -> tuple:
 
 def make_job(entry: dict, base: str, where: str, defaults: dict | None = None) -> Job:
     """A ``Job`` from one manifest entry (paths relative to ``base``) with ``defaults`` (output →
-    options) under its own option tables; FormatError naming ``where`` when the entry is malformed."""
+    options) under its own option tables, validated (``validate``); FormatError naming ``where``
+    when the entry is malformed."""
     unknown = [k for k in entry if k not in _KEYS]
     if unknown:
         raise FormatError(f"unknown key '{unknown[0]}' (a job takes {', '.join(JOB_KEYS)} and one "
@@ -173,28 +209,18 @@ def make_job(entry: dict, base: str, where: str, defaults: dict | None = None) -
         table = (defaults or {}).get(out, {}) | _check_options(entry.get(out, {}), out, where)
         if table:
             options[out] = _check_options(table, out, where)
-    frames = entry.get("frames")
-    if frames not in (None, ""):
-        parse_range(frames, where)
-    try:
-        fps = float(entry.get("fps", MOTION_FPS))
-    except (TypeError, ValueError):
-        raise FormatError(f"fps {entry.get('fps')!r} is not a number", path=where) from None
-    if not (math.isfinite(fps) and fps > 0):
-        raise FormatError(f"fps must be > 0, not {fps:g}", path=where)
-    physics = entry.get("physics", True)
-    if not isinstance(physics, bool):
-        raise FormatError(f"physics must be true or false, not {physics!r}", path=where)
     name = entry.get("name")
     if name is not None and (not isinstance(name, str) or not _slug(name) == name):
         raise FormatError(f"name {name!r} must be letters, digits, '.', '_' or '-'", path=where)
-    return Job(name=name or "", model=_path(entry["model"], base, "model", where),
-               motion=_path(entry.get("motion"), base, "motion", where), outputs=outputs, where=where,
-               frames=str(frames) if frames not in (None, "") else None,
-               camera=_path(entry.get("camera"), base, "camera", where),
-               audio=_path(entry.get("audio"), base, "audio", where), physics=physics, fps=fps, options=options,
-               clip=_clip(entry.get("clip"), where), vpd=_vpd(entry.get("vpd"), base, where),
-               test_exit_once=_path(entry.get("test_exit_once"), base, "test_exit_once", where))
+    job = validate(Job(name=name or "", model=_path(entry["model"], base, "model", where),
+                       motion=_path(entry.get("motion"), base, "motion", where), outputs=outputs, where=where,
+                       frames=_frames(entry.get("frames"), "frames", where),
+                       camera=_path(entry.get("camera"), base, "camera", where),
+                       audio=_path(entry.get("audio"), base, "audio", where), physics=entry.get("physics", True),
+                       fps=entry.get("fps", MOTION_FPS), options=options, clip=_clip(entry.get("clip"), where),
+                       vpd=_vpd(entry.get("vpd"), base, where), crowd=entry.get("crowd", 1)))
+    job.fps = float(job.fps)  # valid: the same number however it was written (part of the job's key)
+    return job
 
 
 def _slug(text: str) -> str:
@@ -226,7 +252,8 @@ def name_jobs(jobs: list) -> list:
         if not j.name:
             if count[a] > 1 or a in given:
                 spec = json.dumps([j.model, j.motion, j.camera, j.frames, j.outputs, j.options]
-                                  + ([j.clip, j.vpd] if j.clip or j.vpd else []), sort_keys=True)
+                                  + ([j.clip, j.vpd] if j.clip or j.vpd else [])
+                                  + ([j.crowd] if j.crowd != 1 else []), sort_keys=True)
                 a = f"{a}-{hashlib.sha1(spec.encode()).hexdigest()[:8]}"
             if a in seen:
                 raise FormatError(f"the same job as {seen[a]} (give it a 'name' to run it twice)", path=j.where)
@@ -289,7 +316,7 @@ def _read_csv(path: str):
                 output, dot, key = col.partition(".")
                 if dot:
                     entry.setdefault(output, {})[key] = _value(text)
-                elif col in ("physics", "fps"):
+                elif col in ("physics", "fps", "crowd"):
                     entry[col] = _value(text)
                 else:
                     entry[col] = text

@@ -69,6 +69,8 @@ def job_key(job, hasher: FileHasher) -> str:
             "settings": {o: job.output_settings(o) for o in job.outputs}}
     if job.clip is not None or job.vpd:  # only then: the keys of jobs without them stay as they were
         spec.update(clip=job.clip, vpd=list(job.vpd))
+    if job.crowd != 1:
+        spec.update(crowd=job.crowd)
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
 
 

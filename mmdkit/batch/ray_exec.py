@@ -14,7 +14,9 @@ from mmdkit.batch import worker
 from mmdkit.batch.manifest import RENDER_OUTPUTS
 from mmdkit.errors import UnavailableError
 
-_threads_set = False
+_worker = None
+"""This Ray worker process's ``worker.Worker`` (its numba threads, its model cache): Ray reuses
+worker processes, so it is made by the first task a process runs and kept."""
 
 
 def _ray():
@@ -26,11 +28,10 @@ def _ray():
 
 
 def _task(job, store, threads: int) -> dict:
-    global _threads_set
-    if not _threads_set:  # Ray reuses worker processes: numba's threads are set once per process
-        worker.init_worker(threads)
-        _threads_set = True
-    row = worker.run_job(job, store)
+    global _worker
+    if _worker is None:
+        _worker = worker.Worker(threads)
+    row = _worker.run(job, store)
     import ray
 
     row["node"] = ray.get_runtime_context().get_node_id()[:12]

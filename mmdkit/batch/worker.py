@@ -1,9 +1,13 @@
 """Running one batch job inside a worker process (a local pool's or a Ray worker's).
 
-In: a planned ``Job`` and the ``Store``. Out: a results row (status ok or failed, seconds, frames,
-output paths and sizes, warnings, the one-line error). Outputs are written atomically, the job
-record last. The worker keeps one model loaded (keyed by path, size and mtime) and drops it when a
-job needs another, so memory stays flat however many jobs a worker runs.
+In: a planned ``Job`` and the ``Store``; a ``Worker`` per process (its numba threads, its
+``ModelCache``). Out: a results row (status ok or failed, seconds, frames, output paths and sizes,
+warnings, the one-line error). A job runs as its Takes (``Job.takes``: the outputs sharing frames,
+fps and physics in one pass) through ``mmdkit.io.run``, as ``mmdkit render``/``export`` run theirs:
+the same loading (no motion: a glTF model's first clip, else the rest pose), the same errors.
+Outputs are written atomically, the job record last. The cache keeps one model loaded (keyed by
+path, size and mtime) and drops it when a job needs another, so memory stays flat however many jobs
+a worker runs.
 """
 
 from __future__ import annotations
@@ -12,107 +16,48 @@ import gc
 import os
 import time
 
-from mmdkit.animation.frames import MOTION_FPS
-from mmdkit.animation.motion import Motion
-from mmdkit.batch.manifest import RENDER_OUTPUTS, parse_range
 from mmdkit.batch.plan import job_row
 from mmdkit.batch.store import naming
-from mmdkit.errors import MmdkitError, OptionError
-from mmdkit.formats.io import load_as
+from mmdkit.errors import MmdkitError
+from mmdkit.io import run as run_take
 from mmdkit.model.model import Model
 from mmdkit.runtime import loading
-from mmdkit.threads import set_threads
+from mmdkit.threads import limit_process
 
 SHOWN_WARNINGS = 5
 """Load warnings of one file kept in a results row; the rest are counted."""
 
-_model_cache = {"sig": None, "model": None}
+
+class ModelCache:
+    """The last Model loaded, kept while consecutive jobs use it (same path, size and mtime); loading
+    another drops it first, so a worker holds one model at a time."""
+
+    def __init__(self):
+        self._sig = None
+        self._model = None
+
+    def get(self, path: str) -> Model:
+        """The Model at ``path`` (an OptionError naming ``model`` unless it is one)."""
+        st = os.stat(path)
+        sig = (path, st.st_size, st.st_mtime_ns)
+        if self._sig != sig:
+            self._sig = self._model = None
+            gc.collect()
+            self._model = loading.load_as(path, Model, loading.MODEL_KINDS, loading.MANIFEST_NAMES["model"])
+            self._sig = sig
+        return self._model
 
 
-def init_worker(threads: int) -> None:
-    """Worker initializer: numba uses ``threads`` threads (workers × threads ≤ cores)."""
-    set_threads(threads)
+class Worker:
+    """What one worker process keeps between jobs: numba uses ``threads`` threads in it (workers ×
+    threads ≤ cores; ``threads.limit_process``, before its first kernel) and a ``ModelCache``."""
 
+    def __init__(self, threads: int):
+        limit_process(threads)
+        self.models = ModelCache()
 
-def cached_model(path: str):
-    """The Model at ``path``, loaded once while consecutive jobs use it; the previous one is dropped."""
-    st = os.stat(path)
-    sig = (path, st.st_size, st.st_mtime_ns)
-    if _model_cache["sig"] != sig:
-        _model_cache.update(sig=None, model=None)
-        gc.collect()
-        _model_cache["model"] = load_as(path, Model, loading.MODEL_KINDS, loading.MANIFEST_NAMES["model"])
-        _model_cache["sig"] = sig
-    return _model_cache["model"]
-
-
-def job_inputs(job, warn) -> tuple:
-    """(model, motion or pose or None, camera or None) of ``job``, loaded as ``mmdkit pose``/``render``
-    load theirs (``mmdkit.runtime.loading``): no motion → the model's ``clip`` (default its first) where
-    it carries clips, else the rest pose; ``vpd`` poses applied. Load warnings go to ``warn``."""
-    names, shown = loading.MANIFEST_NAMES, SHOWN_WARNINGS
-    model = cached_model(job.model)
-    loading.report_warnings(job.model, model.warnings, warn, shown)
-    motion, _ = loading.load_motion_for(model, job.model, job.motion, job.clip, names=names, warn=warn,
-                                        shown=shown, rest_pose=True)
-    motion = loading.apply_vpd_specs(model, motion, job.vpd, option=names["vpd"], warn=warn, shown=shown)
-    camera = (loading.load_as(job.camera, Motion, "camera motion (.vmd)", names["camera"], warn=warn, shown=shown)
-              if job.camera else None)
-    return model, motion, camera
-
-
-def output_frames_for(motion, camera, settings: dict):
-    """(F,) motion frames and the output fps for an output's ``frames``/``fps`` settings."""
-    from mmdkit.export.bake import output_frames
-
-    fps = float(settings["fps"])
-    spec = settings.get("frames")
-    start, end, step = parse_range(spec, "frames") if spec else (0.0, None, None)
-    if end is None:
-        end = max(getattr(motion, "last_frame", 0) or 0, getattr(camera, "last_frame", 0) or 0)
-    if step is not None:
-        fps = MOTION_FPS / step
-    return output_frames(motion, fps, start, end), fps
-
-
-def _size(value) -> tuple:
-    try:
-        w, h = (int(v) for v in str(value).lower().split("x"))
-    except ValueError:
-        raise OptionError("size", f"'{value}' is not WIDTHxHEIGHT") from None
-    return w, h
-
-
-def _produce(job, output: str, folder: str, model, motion, camera, warn) -> dict:
-    """Write one output of ``job`` into ``folder``; returns {filename, size, frames}."""
-    settings = job.output_settings(output)
-    frames, fps = output_frames_for(motion, camera, settings)
-    filename = f"{job.name}.{output}"
-    target = os.path.join(folder, filename)  # export and render write atomically (temporary file + rename)
-    if output in RENDER_OUTPUTS:
-        from mmdkit.render.pipeline import render_motion
-
-        with naming(target):
-            render_motion(model, motion, target, frames=frames[:1] if output == "png" else frames, camera=camera,
-                          size=_size(settings.get("size", "1280x720")), fps=fps, msaa=int(settings.get("msaa", 4)),
-                          physics=bool(settings["physics"]), audio=job.audio if output == "mp4" else None,
-                          progress=False, warn=warn)
-    else:
-        from mmdkit.export import export
-
-        opts = {k: v for k, v in settings.items() if k not in ("frames", "fps", "physics")}
-        with naming(target):
-            export(model, motion, target, frames=frames, fps=fps, physics=bool(settings["physics"]),
-                   camera=camera if output in ("glb", "gltf") else None, warn=warn, **opts)
-    return {"filename": filename, "size": os.path.getsize(target), "frames": 1 if output == "png" else len(frames)}
-
-
-def _test_exit_hook(job) -> None:
-    """Test hook (``test_exit_once``): the first attempt creates the marker file and dies abruptly."""
-    if job.test_exit_once and not os.path.exists(job.test_exit_once):
-        with open(job.test_exit_once, "w") as f:
-            f.write(str(os.getpid()))
-        os._exit(17)
+    def run(self, job, store) -> dict:
+        return run_job(job, store, self.models)
 
 
 def one_line(e: BaseException) -> str:
@@ -123,17 +68,24 @@ def one_line(e: BaseException) -> str:
     return text if isinstance(e, MmdkitError) else f"{type(e).__name__}: {text}"
 
 
-def _run(job, store, warnings: list) -> tuple[list, int]:
+def _run(job, store, models: ModelCache, warnings: list) -> tuple[list, int]:
+    """Write every output of ``job`` (its Takes, one pass each) into its folder, then publish them."""
     warn = lambda msg: warnings.append(" ".join(str(msg).split()))  # noqa: E731
-    model, motion, camera = job_inputs(job, warn)
-    done, frames = [], 0
+    model = models.get(job.model)
+    loading.report_warnings(job.model, model.warnings, warn, SHOWN_WARNINGS)
+    written = {}
     with store.job_folder(job.name) as folder:
-        for output in job.outputs:
-            done.append(_produce(job, output, folder, model, motion, camera, warn))
-            frames = max(frames, done[-1]["frames"])
-            _test_exit_hook(job)
+        for take in job.takes(model, folder):
+            paths = [o.path for o in take.outputs]
+            with naming(", ".join(paths)):  # a write failing without a file name (a full disk) names them
+                infos = run_take(take, warn=warn, shown=SHOWN_WARNINGS)
+            for path, info in zip(paths, infos):
+                written[os.path.basename(path)] = {"filename": os.path.basename(path), "size": os.path.getsize(path),
+                                                   "frames": int(info.get("frames", 0))}
+        done = [written[f"{job.name}.{out}"] for out in job.outputs]
         store.publish(job.name, folder, [d["filename"] for d in done])
-    return done, frames
+    warnings[:] = dict.fromkeys(warnings)  # each Take loads the motion: its warnings once
+    return done, max(d["frames"] for d in done)
 
 
 def rss_mb() -> float:
@@ -145,12 +97,13 @@ def rss_mb() -> float:
         return 0.0
 
 
-def run_job(job, store) -> dict:
-    """Run ``job``; never raises for a job's own problem (a failed row names it on one line)."""
+def run_job(job, store, models: ModelCache | None = None) -> dict:
+    """Run ``job`` (the model from ``models``; default a cache of its own); never raises for a job's
+    own problem (a failed row names it on one line)."""
     t0, c0 = time.perf_counter(), time.process_time()
     warnings = []
     try:
-        done, frames = _run(job, store, warnings)
+        done, frames = _run(job, store, models or ModelCache(), warnings)
         seconds = time.perf_counter() - t0
         record = {"key": job.key, "name": job.name, "frames": frames, "seconds": round(seconds, 3),
                   "outputs": [{"filename": d["filename"], "size": d["size"]} for d in done]}
