@@ -180,3 +180,15 @@ def test_hashing_reads_a_file_as_far_as_its_size(tmp_path):
     data = os.urandom(3 * (1 << 20) + 5)
     (tmp_path / "big.wav").write_bytes(data)
     assert hasher.digest(str(tmp_path / "big.wav")) == hashlib.sha256(data).hexdigest()
+
+
+def test_docs_list_every_key():
+    """docs/batch.md names every key a job line takes and every option an output table takes."""
+    from pathlib import Path
+
+    from mmdkit.batch.manifest import COMMON_OPTIONS, JOB_KEYS, OUTPUTS, RENDER_OPTIONS
+    from mmdkit.io import EXPORT_OPTIONS
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "batch.md").read_text()
+    missing = [k for k in JOB_KEYS + OUTPUTS + COMMON_OPTIONS + RENDER_OPTIONS + EXPORT_OPTIONS if f"`{k}`" not in text]
+    assert missing == []

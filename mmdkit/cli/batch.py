@@ -24,7 +24,8 @@ from mmdkit.errors import OptionError
 @click.option("--motions", multiple=True, metavar="GLOB", help="Motion files (glob, repeatable).")
 @click.option("--outputs", default="npz", show_default=True,
               help="With --models: outputs per job, comma-separated (npz, glb, gltf, bvh, vmd, mp4, png).")
-@click.option("--frames", default=None, help="With --models: A:B[:STEP] (B inclusive) [default: the whole motion].")
+@click.option("--frames", default=None, help="With --models: A:B[:STEP] (B inclusive), A+N or N, as render/export "
+              "take them [default: the whole motion].")
 @click.option("--camera", default=None, type=click.Path(exists=True, dir_okay=False), help="With --models: a camera .vmd.")
 @click.option("--audio", default=None, type=click.Path(exists=True, dir_okay=False), help="With --models: audio for mp4.")
 @click.option("--physics/--no-physics", default=True, show_default=True, help="With --models: simulate physics.")
@@ -58,6 +59,9 @@ def command(manifest, out, models, motions, outputs, frames, camera, audio, phys
                       "npz": {"joints": "humanoid"}, "mp4": {"size": "640x360"}}
     A model's own clip (as --clip) and VPD poses (as --vpd): {"model": "fox.glb", "clip": "Run",
     "outputs": ["npz"]}, {"model": "a.pmx", "motion": "b.vmd", "vpd": ["hands.vpd@120:0.5"], ...}.
+    A line takes every option of render/export (camera, audio, frames, fps, physics, crowd; per
+    output size, msaa, palette_size, ground_shadow, self_shadow, joints, scale, vertices, reduce,
+    reduce_physics): docs/batch.md lists them; a bad value says what the command line says.
     One batch at a time per OUT_DIR (the shards of one manifest run side by side); Ctrl-C keeps what
     finished, and the same command resumes.
     """
