@@ -70,12 +70,12 @@ def test_out_of_memory_reading_a_file_names_the_file(mmdkit_cli, assets, tmp_pat
 
 
 def test_out_of_memory_while_posing_names_the_frames(mmdkit_cli, assets, tmp_path, monkeypatch):
-    import mmdkit.runtime
+    import mmdkit.cli.pose
 
     def exhausted(*args, **kwargs):
         raise MemoryError
 
-    monkeypatch.setattr(mmdkit.runtime, "pose", exhausted)
+    monkeypatch.setattr(mmdkit.cli.pose, "run", exhausted)  # the frame loop runs out of memory
     model, motion = assets / "low_miku" / "miku.pmd", assets / "wavefile" / "wavefile_v2.vmd"
     code, _, err = mmdkit_cli("pose", model, motion, "--frames", "0:10", "-q", "-o", tmp_path / "p.npz")
     errors = [ln for ln in err.splitlines() if "warning" not in ln]

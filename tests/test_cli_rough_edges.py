@@ -92,9 +92,9 @@ def test_render_rate_leaves_out_kernels_compiled_while_drawing(mmdkit_cli, miku,
 
     from numba.core import event
 
-    import mmdkit.render.pipeline as pipeline
+    import mmdkit.cli._take as take
 
-    def drawing_that_compiles(model, motion, output, *, frames, **kwargs):
+    def drawing_that_compiles(loaded, sinks, **kwargs):  # the frame loop, as render runs it
         t = time.perf_counter()
 
         # a kernel compiling on its first use, as numba reports it (a real compile of a small
@@ -103,9 +103,10 @@ def test_render_rate_leaves_out_kernels_compiled_while_drawing(mmdkit_cli, miku,
             time.sleep(0.2)
         time.sleep(0.3)  # the drawing itself
         secs = time.perf_counter() - t
-        return {"frames": len(frames), "seconds": secs, "fps": len(frames) / secs, "warnings": [], "output": output}
+        n = len(loaded.frames)
+        return [{"frames": n, "seconds": secs, "fps": n / secs, "warnings": [], "output": str(tmp_path / "r.png")}]
 
-    monkeypatch.setattr(pipeline, "render_motion", drawing_that_compiles)
+    monkeypatch.setattr(take, "run", drawing_that_compiles)
     model, motion = miku
     code, out, err = mmdkit_cli("render", model, motion, "--frames", "0", "-o", tmp_path / "r.png")
     assert code == 0, err

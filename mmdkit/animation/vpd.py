@@ -28,6 +28,11 @@ from mmdkit.mathutil import qslerp_scalar
 from mmdkit.text import encode_cp932
 
 
+def binding_report(model, motion):
+    """How ``motion`` (a Motion, a VPD Pose or None) binds to ``model``: its ``BindingReport``."""
+    return bind_motion(model, motion_from_pose(motion) if isinstance(motion, Pose) else motion).report()
+
+
 def motion_from_pose(pose: Pose) -> Motion:
     """A one-key-per-bone Motion at frame 0 from a VPD ``Pose`` (so the normal pipeline poses it)."""
     mb = MotionBuilder(model_name=pose.model_name)

@@ -39,19 +39,6 @@ CLIP_HELP = ("A clip the MODEL file carries (glTF animations), by NAME or INDEX,
              "[default: the first]; frame f is time f/30 s of the clip.")
 
 
-def load_model_motion(model_path: str, motion_path: str | None, clip: str | None, frames: str | None = None, *,
-                      rest_pose: bool = False):
-    """(model, motion or pose, label naming the motion's source): MOTION loaded when given, else the
-    ``clip`` (name or index, default the first) of an imported MODEL (OptionError when it has none;
-    with ``rest_pose`` and no --clip: None, the rest pose), baked only around the ``--frames`` spec
-    ``frames`` when given.
-    The loading is ``mmdkit.runtime.loading``'s, which batch jobs share."""
-    from mmdkit.runtime.loading import load_model_motion as _load_model_motion
-
-    return _load_model_motion(model_path, motion_path, clip, warn=warn, shown=SHOWN_WARNINGS, frames=frames,
-                              rest_pose=rest_pose)
-
-
 def _flag(name: str) -> bool:
     """The value of the running subcommand's flag ``name`` ('quiet', 'verbose'); False outside one."""
     import click
@@ -64,16 +51,6 @@ def warn(message: str) -> None:
     """One warning line on stderr, the one format every subcommand uses; none under -q."""
     if not _flag("quiet"):
         print(f"mmdkit: warning: {message}", file=sys.stderr, flush=True)
-
-
-def report_binding(model, motion, motion_path: str, *, quiet: bool) -> None:
-    """Say on stderr how many bone/morph tracks of ``motion`` bound to ``model`` (``report_bound``)."""
-    from mmdkit.animation.binding import bind_motion
-    from mmdkit.animation.motion import Pose
-    from mmdkit.animation.vpd import motion_from_pose
-
-    report_bound(bind_motion(model, motion_from_pose(motion) if isinstance(motion, Pose) else motion), motion_path,
-                 quiet=quiet)
 
 
 def report_bound(bound, motion_path: str, *, quiet: bool) -> None:
@@ -137,10 +114,3 @@ def compile_note(quiet: bool):
 VPD_OPTION_HELP = ("Load a VPD pose onto the motion at a frame, as MMD's load pose + register: "
                    "FILE.vpd@FRAME[:WEIGHT] (weight 0..1 blends from the motion to the pose; "
                    "repeatable), e.g. --vpd hands.vpd@120:0.5")
-
-
-def apply_vpd_options(model, motion, specs):
-    """The motion with each ``FILE.vpd@FRAME[:WEIGHT]`` of ``specs`` applied in order."""
-    from mmdkit.runtime.loading import apply_vpd_specs
-
-    return apply_vpd_specs(model, motion, specs, option="--vpd", warn=warn, shown=SHOWN_WARNINGS)

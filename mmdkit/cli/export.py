@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from mmdkit.cli._take import BYTES_PER_BONE_FRAME, execute, output_options, summary, take_options  # noqa: F401
+from mmdkit.cli._take import execute, output_options, take_options
 
 
 @click.command("export")

@@ -77,11 +77,9 @@ def clip_seconds(model) -> dict[str, float]:
 
 def binding(model, motion) -> dict:
     """How ``motion`` (a Motion or Pose) binds to ``model``: track counts and every unbound name."""
-    from mmdkit.animation.binding import bind_motion
-    from mmdkit.animation.motion import Pose
-    from mmdkit.animation.vpd import motion_from_pose
+    from mmdkit.animation.vpd import binding_report
 
-    r = bind_motion(model, motion_from_pose(motion) if isinstance(motion, Pose) else motion).report()
+    r = binding_report(model, motion)
     return dict(bone_tracks=r.bone_tracks, bone_tracks_bound=r.bound_bones, morph_tracks=r.morph_tracks,
                 morph_tracks_bound=r.bound_morphs, unbound_bones=list(r.unbound_bones),
                 unbound_morphs=list(r.unbound_morphs))

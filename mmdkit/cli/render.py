@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import click
 
-from mmdkit.cli._take import MAX_PALETTE, execute, output_options, take_options  # noqa: F401
-from mmdkit.runtime.take import MAX_CROWD  # noqa: F401  (mmdkit view bounds --crowd the same)
+from mmdkit.cli._take import execute, output_options, take_options
 
 
 @click.command("render")

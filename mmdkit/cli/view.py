@@ -13,17 +13,15 @@ import time
 
 import click
 
-from mmdkit.cli.render import MAX_CROWD
-from mmdkit.cli._common import CLIP_HELP, PHYSICS_HELP, QUIET_HELP, compile_note, load_as, load_model_motion
+from mmdkit.cli._common import CLIP_HELP, PHYSICS_HELP, QUIET_HELP, SHOWN_WARNINGS, compile_note, warn
 from mmdkit.errors import OptionError
 from mmdkit.threads import import_numba_without_blas_probe
 from mmdkit.viewer import read_audio
 
 
-def _check(demo, model_path, audio_path, crowd=1) -> None:
-    """OptionError for arguments that do not go together, before anything starts."""
-    if not 1 <= crowd <= MAX_CROWD:
-        raise OptionError("--crowd", f"must be from 1 to {MAX_CROWD} characters, got {crowd}")
+def _check(demo, model_path, audio_path) -> None:
+    """OptionError for arguments that do not go together, before anything starts (the values the
+    Take holds, --crowd among them, are checked by ``Take.validate`` as every command checks them)."""
     if demo and model_path:
         raise OptionError("--demo", f"views the built-in character; give either --demo or MODEL ({model_path})")
     if not demo and not model_path:
@@ -35,16 +33,17 @@ def _check(demo, model_path, audio_path, crowd=1) -> None:
             raise OptionError("--audio", e.detail) from None
 
 
-def _inputs(demo, model_path, motion_path, clip, camera_path):
-    """(model, motion or None, camera or None) as typed, or the demo's."""
-    from mmdkit import Motion
+def _inputs(demo, model_path, motion_path, clip, camera_path, crowd):
+    """(model, motion or None, camera or None) as typed, or the demo's: loaded as every command
+    loads a Take (a model alone: its first clip when it carries some (glTF), else the rest pose)."""
     from mmdkit.demo import demo_paths
+    from mmdkit.runtime.take import CLI_NAMES, Take
 
     if demo:
         model_path, motion_path = (str(p) for p in demo_paths())
-    # a model alone: its first clip when it carries some (glTF), else the rest pose
-    model, motion, _ = load_model_motion(model_path, motion_path, clip, rest_pose=True)
-    camera = load_as(camera_path, Motion, "camera motion (.vmd)", arg="--camera") if camera_path else None
+    take = Take(model_path, motion_path, clip=clip, camera=camera_path, crowd=crowd, names=CLI_NAMES)
+    loaded = take.validate().load(warn, shown=SHOWN_WARNINGS)
+    model, motion, camera = loaded.model, loaded.motion, loaded.camera
     if camera is not None and not camera.num_camera_keys:
         raise OptionError("--camera", f"{camera_path} has no camera keys")
     return model, motion, camera
@@ -92,7 +91,7 @@ def command(model_path, motion_path, clip, camera_path, audio_path, port, host, 
 
     from mmdkit.viewer import start
 
-    _check(demo, model_path, audio_path, crowd)
+    _check(demo, model_path, audio_path)
     viewer = start(host, port)  # serving the page before numba loads: the browser starts meanwhile
     try:
         click.echo(f"mmdkit view: {viewer.url}  (Ctrl-C stops)")
@@ -104,7 +103,7 @@ def command(model_path, motion_path, clip, camera_path, audio_path, port, host, 
         import mmdkit
 
         with compile_note(quiet):
-            model, motion, camera = _inputs(demo, model_path, motion_path, clip, camera_path)
+            model, motion, camera = _inputs(demo, model_path, motion_path, clip, camera_path, crowd)
             load_ms = 1e3 * (time.perf_counter() - t0)
             mmdkit.view(model, motion, camera=camera, audio=audio_path, physics=physics, viewer=viewer,
                         notes={"timings": {"load": load_ms}}, cache=True, crowd=crowd)

@@ -17,7 +17,7 @@ import os
 import threading
 import time
 
-from mmdkit.animation.motion import Motion, Pose
+from mmdkit.animation.motion import Motion
 from mmdkit.errors import OptionError
 from mmdkit.viewer.server import ViewerContent, ViewerServer
 
@@ -39,12 +39,9 @@ def num_frames(motion, camera=None) -> int:
 
 def binding_report(model, motion) -> str:
     """How the motion's tracks bound to the model (``BindingReport`` as text), or a note."""
-    from mmdkit.animation.binding import bind_motion
-    from mmdkit.animation.vpd import motion_from_pose
+    from mmdkit.animation.vpd import binding_report as report
 
-    if motion is None:
-        return "no motion: the rest pose"
-    return str(bind_motion(model, motion_from_pose(motion) if isinstance(motion, Pose) else motion).report())
+    return "no motion: the rest pose" if motion is None else str(report(model, motion))
 
 
 class Viewer:
