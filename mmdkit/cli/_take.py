@@ -208,7 +208,7 @@ def execute(command: str, p: dict, *, demo: bool = False) -> None:
     options = _output_values(p, demo and pictures)
     take = make_take(model_path, motion_path, clip=p["clip"], vpd_specs=p["vpd_specs"], camera_path=p["camera_path"],
                      frames=frames, fps=p["fps"], physics=p["physics"], crowd=p["crowd"], outputs=p["outputs"],
-                     options=options)
+                     options=options, rest_pose=command == "export")  # render: a motion or a clip to play
     sinks = check_outputs(take, extra_inputs=[p["audio"]] if p["audio"] else ())
     with compile_note(quiet), compile_clock() as compiling:
         loaded = load(take, quiet=quiet, report=not demo,

@@ -54,7 +54,8 @@ def command(model_path, motion_path, clip, frames, output, physics, vertices, co
     """
     from mmdkit.runtime.arrays import PoseArrays
 
-    take = make_take(model_path, motion_path, clip=clip, vpd_specs=vpd_specs, frames=frames, physics=physics)
+    take = make_take(model_path, motion_path, clip=clip, vpd_specs=vpd_specs, frames=frames, physics=physics,
+                     rest_pose=False)
     check_output(output, (model_path, motion_path, *(spec.rpartition("@")[0] for spec in vpd_specs)))
     if not output.lower().endswith(".npz"):
         raise OptionError("-o", f"{output}: pose writes NumPy arrays; name the output ….npz "

@@ -73,8 +73,8 @@ def characters_for(loaded, *, geometry: bool = True) -> list[Character]:
     out = []
     for _ in range(take.crowd):
         world = physics_for(model, bool(take.physics), threads=threads)
-        ch = Character(model, loaded.motion, world, rig=loaded.rig, bound=loaded.bound, fps=FPS, physics_mode=take.physics_mode,
-                       settle_seconds=take.settle_seconds)
+        ch = Character(model, loaded.motion, world, rig=loaded.rig, bound=loaded.bound, fps=FPS,
+                       physics_mode=take.physics_mode, settle_seconds=take.settle_seconds)
         ch.geometry = geometry
         out.append(ch)
     return out

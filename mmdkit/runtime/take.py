@@ -148,7 +148,7 @@ class Take:
             camera = loading.load_as(os.fspath(camera), Motion, "camera motion (.vmd)", n["camera"], warn=warn,
                                      shown=shown)
         last = max(motion.last_frame if motion is not None else 0, camera.last_frame if camera is not None else 0)
-        frames = self._frames(last, "0" if pose_only else "0:")
+        frames = self.frames_for(last, "0" if pose_only else "0:")
         return LoadedTake(take=self, model=model, motion=motion, camera=camera, frames=frames, last_frame=int(last),
                           motion_label=label, model_path=model_path)
 
@@ -161,7 +161,9 @@ class Take:
         return loading.load_motion_for(model, model_path, motion_path, self.clip, names=self.names, warn=warn,
                                        shown=shown, rest_pose=self.rest_pose, frames=spec)
 
-    def _frames(self, last: float, default: str) -> np.ndarray:
+    def frames_for(self, last: float, default: str) -> np.ndarray:
+        """(F,) float64 motion frames of this take for a motion whose last key is ``last``: the
+        frames given, or the spec (``default`` when there is none) at 30/fps frames apart."""
         if self.frames is None or isinstance(self.frames, str):
             try:
                 return parse_frames(self.frames or default, last, bare_count=self.bare_count,
@@ -204,7 +206,7 @@ class LoadedTake:
         if isinstance(motion, Pose):
             motion = motion_from_pose(motion)
         last = motion.last_frame if motion is not None else 0
-        return cls(take=take, model=model, motion=motion, camera=take.camera, frames=take._frames(last, "0:"),
+        return cls(take=take, model=model, motion=motion, camera=take.camera, frames=take.frames_for(last, "0:"),
                    last_frame=int(last), motion_label=getattr(motion, "source_path", "") or "motion",
                    model_path=getattr(model, "source_path", "") or "model")
 
