@@ -33,9 +33,10 @@ def pose_frames(
 ):
     """frames (F,) float64 → bone_world_out (F,B,4,4) float32, morph_weight_out (F,N) float32 and,
     unless they have 0 rows, bone_world_p_out (F,B,3) / bone_world_q_out (F,B,4) float64 model space
-    (the pose state's world position and rotation (x,y,z,w)), in ``num_chunks`` parallel chunks. Model inputs as ``stages.run_stages`` takes them; the Data in
-    groups (``BoneState``, ``MorphState``, ``MorphOut`` without geometry, ``FrameOut`` without
-    bone_skin: ``batch_state``) are the state at rest, copied by each chunk."""
+    (the pose state's world position and rotation (x,y,z,w)), in ``num_chunks`` parallel chunks.
+    Model inputs as ``stages.run_stages`` takes them; the Data in groups (``BoneState``,
+    ``MorphState``, ``MorphOut`` without geometry, ``FrameOut`` without bone_skin: ``batch_state``)
+    are the state at rest, copied by each chunk."""
     F = frames.shape[0]
     N = morph_weight_out.shape[1]
     keep_p, keep_q = bone_world_p_out.shape[0] != 0, bone_world_q_out.shape[0] != 0

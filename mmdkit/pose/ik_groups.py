@@ -56,13 +56,13 @@ def ik_lane_groups(ik: dict, ik_bone, parent, append_parent, bone_ik, passes) ->
 
     In: the IK tables (``_ik_tables``), ik_bone (K,) each solver's IK bone, parent / append_parent
     / bone_ik (B,), the passes (bone index arrays, evaluation order). Out: the ik_group* arrays
-    (see ``Rig``). Members share the loop count, and where two have a link j, it sits the same
-    number of rows above the target. A member is solved when the group's last IK bone is
-    evaluated instead of at its own: only where nothing evaluated in between (bones — their own
-    state, parent, append source — and other solvers, members included) reads or writes what it
-    writes (its links, path and the bones below its top link) or writes what it reads (its IK
-    bone, path, the path's parents, and what re-evaluating the bones below reads), so the
-    results are the same as solving at its own bone."""
+    (see ``Rig``). Where two members have a link j, it sits the same number of rows above the
+    target (their loop counts may differ: each lane stops after its own). A member is solved
+    when the group's last IK bone is evaluated instead of at its own: only where nothing
+    evaluated in between (bones — their own state, parent, append source — and other solvers,
+    members included) reads or writes what it writes (its links, path and the bones below its
+    top link) or writes what it reads (its IK bone, path, the path's parents, and what
+    re-evaluating the bones below reads), so the results are the same as solving at its own bone."""
     K = len(ik["ik_target"])
     group = np.full(K, -1, np.int32)
     reads, writes = [], []
@@ -93,8 +93,7 @@ def ik_lane_groups(ik: dict, ik_bone, parent, append_parent, bone_ik, passes) ->
             if s is None:
                 continue
             shape_of[k] = s
-            fits = (current and len(current) < IK_LANES and s[0] == shape[0]
-                    and all(x == y for x, y in zip(s[1], shape[1])))
+            fits = current and len(current) < IK_LANES and all(x == y for x, y in zip(s[1], shape[1]))
             if fits:
                 for a, ia in current:
                     r = set().union(*(e[0] for e in events[ia + 1:i + 1]))

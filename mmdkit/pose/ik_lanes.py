@@ -1,7 +1,7 @@
 """The CCD IK of several structurally equal solvers at once, one SIMD lane each (float64).
 
 In: a lane group g of the rig (``Rig.ik_group*``, found by ``ik_groups.ik_lane_groups``: solvers with
-free links only, the same loop count and link rows, independent of each other), the pose
+free links only and the same link rows, independent of each other), the pose
 state. Out (in place): what ``ik.solve_ik`` writes for each member solver (ik_q/local_q of the
 links, world of the path, local and world of the bones below the chain), bit for bit the same.
 
@@ -12,9 +12,10 @@ computed and one is selected; a step first computes every lane's axes and cap te
 lane is capped computes the uncapped turn alone), which LLVM vectorises 4 wide (AVX2
 ``vsqrtpd``/``vdivpd``/``vmulpd`` on ``%ymm``); the lanes run the same operations in the same
 order as the scalar solver, so each lane's result is the scalar one. Lanes past the group's
-members copy a member and stay frozen, as does a lane whose solver is switched off or whose target reached its goal.
-The group iterates until no lane turned a link (every later iteration would repeat it: free
-links have no hinge or limit half) or the loop count ends. A lazy link (``Rig.ik_link_lazy``)
+members copy a member and stay frozen, as does a lane whose solver is switched off, whose target reached its goal
+or whose own loop count has ended. The group iterates until no lane turned a link (every later iteration would
+repeat it: free links have no hinge or limit half, so a free solver's two halves are the same steps) or the
+largest loop count ends. A lazy link (``Rig.ik_link_lazy``)
 turns the lane's target with it and the rows are refreshed at the iteration's end; after a step
 on a row where some lane's link is not lazy, the rows from there down are refreshed and those
 lanes read their target back (``ik.solve_ik``'s order for such a link) — except after the
@@ -58,9 +59,9 @@ _WP, _WQ, _LQ, _OFF, _PP, _PQ, _OUT, _CAP, _LINK, _LAZY = 0, 3, 7, 11, 14, 17, 2
 FIELDS = 27
 _RS = FIELDS * LANES  # one row, in float64
 # registers (each LANES wide): goal, target position, active (1.0) / frozen, turned this iteration,
-# turned in the last step
-_G, _T, _ACT, _MOV, _TRN = 0, 3, 6, 7, 8
-_REGS = 9
+# turned in the last step, the lane's loop count (members may differ: a lane freezes after its own)
+_G, _T, _ACT, _MOV, _TRN, _LOOP = 0, 3, 6, 7, 8, 9
+_REGS = 10
 
 
 def _stack_buffer(n):
@@ -415,14 +416,18 @@ def solve_lanes(
         reg[(_T + 1) * LANES + l] = c[tb + LANES + l]
         reg[(_T + 2) * LANES + l] = c[tb + 2 * LANES + l]
     j0, j1 = ik_group_link_start[g], ik_group_link_start[g + 1]
-    loops = ik_loop[ik_group_solver[s0]]
+    loops = 0
+    for l in range(LANES):
+        k = ik_group_solver[s0 + l % nl]
+        reg[_LOOP * LANES + l] = ik_loop[k]
+        loops = max(loops, ik_loop[k])
     for it in range(loops):
         alive = False
         for l in range(LANES):
             dx = reg[(_T + 0) * LANES + l] - reg[(_G + 0) * LANES + l]
             dy = reg[(_T + 1) * LANES + l] - reg[(_G + 1) * LANES + l]
             dz = reg[(_T + 2) * LANES + l] - reg[(_G + 2) * LANES + l]
-            if dx * dx + dy * dy + dz * dz < _REACHED:
+            if dx * dx + dy * dy + dz * dz < _REACHED or it >= reg[_LOOP * LANES + l]:
                 reg[_ACT * LANES + l] = 0.0
             reg[_MOV * LANES + l] = 0.0
             alive = alive or reg[_ACT * LANES + l] != 0.0

@@ -2,13 +2,14 @@
 
 In: a frame number, the motion's keys (``motion_in``: ``MotionKeys``), a Rig's named groups and a
 ``PoseState``'s (each field read by name; kernel parameters labelled ``# Model`` / ``# Data in/out``
-/ ``# Data out``, with ``_in`` / ``_inout`` / ``_out`` names). Out: the state, rewritten in place. ``run_stages(first, last, ...)`` runs
-the stages first..last in MMD's order; the order is written once (``_run``): the fused
-per-frame call (one call, or two around physics), the timed path (one call per stage), ``run_frame`` (the same
-call with every argument in one ``FrameArgs``, for callers from Python; a stage reads only its own
-fields) and the batch kernel (``batch.pose_frames``, every stage per frame) all go through it. The physics
-stage itself runs outside numba (``mmdkit.runtime``), between a call that ends with
-BONES_BEFORE_PHYSICS and one that starts with BONES_AFTER_PHYSICS.
+/ ``# Data out``, with ``_in`` / ``_inout`` / ``_out`` names). Out: the state, rewritten in place.
+``run_stages(first, last, ...)`` runs the stages first..last in MMD's order; the order is written
+once (``_run``): the fused per-frame call (one call, or two around physics), the timed path (one
+call per stage), ``run_frame`` (the same call with every argument in one ``FrameArgs``, for callers
+from Python; a stage reads only its own fields) and the batch kernel (``batch.pose_frames``, every
+stage per frame) all go through it. The physics stage itself runs outside numba
+(``mmdkit.runtime``), between a call that ends with BONES_BEFORE_PHYSICS and one that starts with
+BONES_AFTER_PHYSICS.
 """
 
 from __future__ import annotations
