@@ -47,6 +47,8 @@ def describe(obj) -> dict:
             d["names"]["clips"] = list(ex.get("clips", ()))
             if ex.get("clips"):
                 d["clip_seconds"] = clip_seconds(obj)
+        if "vrm_humanoid" in ex:
+            d["vrm"] = vrm_summary(ex)
     elif isinstance(obj, Motion):
         d = dict(format="vmd", version=ex.get("version", "0002"), encoding="cp932", bone_keys=obj.num_bone_keys,
                  morph_keys=obj.num_morph_keys, camera_keys=obj.num_camera_keys, light_keys=obj.num_light_keys,
@@ -63,6 +65,29 @@ def describe(obj) -> dict:
         raise TypeError(f"cannot describe {type(obj).__name__}")
     d["warnings"] = list(obj.warnings)
     return d
+
+
+def vrm_summary(ex: dict) -> dict:
+    """What a VRM model carries beyond its mesh (``importers.vrm``): version, expression morphs,
+    spring joints/chains/colliders, whether first-person and look-at data are kept, MToon materials."""
+    sp = ex.get("vrm_springs")
+    look = ex.get("vrm_look_at") or {}
+    return dict(version=ex["vrm_humanoid"].get("version", ""),
+                expressions={k: v["name"] for k, v in (ex.get("vrm_expressions") or {}).items()},
+                spring_joints=sp.num_joints if sp is not None else 0,
+                spring_chains=len(sp.chain_center) if sp is not None else 0,
+                spring_colliders=len(sp.collider_bone) if sp is not None else 0,
+                first_person=bool(ex.get("vrm_first_person")), look_at=bool(look),
+                look_at_type=str(look.get("type", look.get("lookAtTypeName", ""))),
+                mtoon_materials=sum(m is not None for m in ex.get("vrm_mtoon") or ()))
+
+
+def _vrm_line(v: dict) -> str:
+    kept = [k.replace("_", "-") for k in ("first_person", "look_at") if v[k]]
+    return (f"  vrm            {v['version']}: {len(v['expressions'])} expressions as morphs, {v['spring_joints']} "
+            f"spring joints in {v['spring_chains']} chains, {v['spring_colliders']} colliders, MToon on "
+            f"{v['mtoon_materials']} materials; kept: {', '.join(kept) or 'no first-person/look-at data'}"
+            + (f" (look-at {v['look_at_type']})" if v["look_at_type"] else ""))
 
 
 def clip_seconds(model) -> dict[str, float]:
@@ -114,10 +139,12 @@ def _human(path: str, d: dict) -> str:
     if n.get("model") or n.get("model_en"):
         lines.append(f"  name       {n.get('model', '')}" + (f" / {n['model_en']}" if n.get("model_en") else ""))
     skip = {"format", "version", "encoding", "names", "warnings", "missing_textures", "clip_seconds", "binding",
-            "humanoid", "humanoid_lines"}
+            "humanoid", "humanoid_lines", "vrm"}
     for k, v in d.items():
         if k not in skip:
             lines.append(f"  {k.replace('_', ' '):<14} {v:,}" if isinstance(v, int) else f"  {k:<14} {v}")
+    if d.get("vrm"):
+        lines.append(_vrm_line(d["vrm"]))
     if d.get("clip_seconds"):
         lines.append("  clips: " + ", ".join(f"{name} ({sec:.2f} s, frames 0:{round(sec * 30)})"
                                              for name, sec in d["clip_seconds"].items()))

@@ -23,7 +23,7 @@ VERTEX_BYTES = 768
 """Bytes one imported vertex costs from import to a posed frame (measured ~550-730 on CesiumMan x100)."""
 
 
-def _srgb(linear: np.ndarray) -> np.ndarray:
+def srgb(linear: np.ndarray) -> np.ndarray:
     """Linear colour factors (glTF) → display values (MMD colours are as shown)."""
     c = np.clip(np.asarray(linear, np.float64), 0.0, 1.0)
     return np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1 / 2.4) - 0.055)
@@ -52,7 +52,7 @@ def add_materials(mb: ModelBuilder, scene) -> dict[str, bytes]:
     names = texture_names(scene)
     used: dict[str, bytes] = {}
     for k, m in enumerate(scene.materials):
-        rgb = _srgb(m.base_color[:3])
+        rgb = srgb(m.base_color[:3])
         alpha = float(m.base_color[3]) if m.alpha_mode == "BLEND" else 1.0
         tex = None
         if m.base_color_image >= 0 and scene.images[m.base_color_image].data:
@@ -133,9 +133,11 @@ def _primitive(mb: ModelBuilder, prim, bind: np.ndarray, bones, space: Space, de
     return mb.add_mesh(material, pos, nrm, uv, face, *bones)
 
 
-def add_meshes(mb: ModelBuilder, scene, sk: Skeleton, space: Space, warnings: list[str]) -> list[str]:
-    """Every mesh node of the skeleton's scene → builder meshes and vertex morphs (by target name);
-    returns one line per kind of data MMD cannot hold (dropped or reduced)."""
+def add_meshes(mb: ModelBuilder, scene, sk: Skeleton, space: Space, warnings: list[str],
+               morph_names: list[str] | None = None) -> list[str]:
+    """Every mesh node of the skeleton's scene → builder meshes and vertex morphs (by target name,
+    appended to ``morph_names`` in the order added); returns one line per kind of data MMD cannot
+    hold (dropped or reduced)."""
     morphs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     losses: dict[str, int] = {}
     budget, spent = expand_budget(scene), 0
@@ -171,6 +173,8 @@ def add_meshes(mb: ModelBuilder, scene, sk: Skeleton, space: Space, warnings: li
                 offsets = space.points(np.asarray(prim.target_position[k], np.float64) @ bind[:3, :3].T)
                 moved = np.flatnonzero(np.abs(offsets).max(1) > 0)
                 morphs.setdefault(tname, []).append((moved + first, offsets[moved]))
+    if morph_names is not None:
+        morph_names.extend(morphs)
     for tname, parts in morphs.items():
         mb.add_vertex_morph(tname, np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
     lines = []

@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from mmdkit.importers.clips import Clips
-from mmdkit.importers.mesh import add_materials, add_meshes
+from mmdkit.importers.mesh import add_materials, add_meshes, texture_names
 from mmdkit.importers.skeleton import Skeleton, build_skeleton, vrm_humanoid
+from mmdkit.importers.vrm import add_expressions, vrm_extras
 from mmdkit.model.build import build_model
 from mmdkit.model.builder import ModelBuilder
 from mmdkit.model.model import Model
@@ -44,7 +45,9 @@ def import_scene(scene, *, unit_scale: float = MMD_UNITS_PER_METRE, flip_z: bool
     mb = ModelBuilder(name or (scene.path.rsplit("/", 1)[-1].rsplit(".", 1)[0] if scene.path else ""))
     _add_bones(mb, sk, space)
     textures = add_materials(mb, scene)
-    losses = add_meshes(mb, scene, sk, space, warnings)
+    morph_names: list[str] = []
+    losses = add_meshes(mb, scene, sk, space, warnings, morph_names)
+    expressions = add_expressions(mb, scene, morph_names)
     f = mb.fields()
     clips = Clips(scene, sk, space, f["morph_name"])
     joints = {int(j) for s in scene.skins for j in s.joint_node}
@@ -53,6 +56,7 @@ def import_scene(scene, *, unit_scale: float = MMD_UNITS_PER_METRE, flip_z: bool
     version, humanoid = vrm_humanoid(scene)
     if version:  # {humanoid bone as the file names it: model bone}, for mmdkit.retarget
         extras["vrm_humanoid"] = {"version": version, "bones": {k: int(sk.node_bone[n]) for k, n in humanoid.items()}}
+        extras.update(vrm_expressions=expressions, **vrm_extras(scene, sk, space, texture_names(scene), warnings))
     f.update(source_format=source_format, source_path=scene.path, warnings=tuple(warnings), source_extras=extras)
     return build_model(f), clips
 

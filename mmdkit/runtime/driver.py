@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import get_num_threads
 
-from mmdkit.physics import physics_for
+from mmdkit.physics import physics_for, simulated
 from mmdkit.pose.batch import pose_batch
 from mmdkit.runtime.character import FPS, Character
 from mmdkit.runtime.playback import play
@@ -81,10 +81,9 @@ def characters_for(loaded, *, geometry: bool = True) -> list[Character]:
 
 
 def simulates(loaded) -> bool:
-    """True when the take runs a physics world (physics on, mode not 'off', the model has bodies)."""
-    model = loaded.model
-    has_bodies = len(model.rigid_body_name) or len(getattr(model, "soft_bodies", ()) or ())
-    return bool(loaded.take.physics) and loaded.take.physics_mode != "off" and bool(has_bodies)
+    """True when the take runs a physics world (physics on, mode not 'off', the model has bodies
+    or VRM spring bones: ``physics.simulated``)."""
+    return bool(loaded.take.physics) and loaded.take.physics_mode != "off" and simulated(loaded.model)
 
 
 def run(loaded, sinks: Sequence, *, progress: bool = False, desc: str = "posing", timed: bool = False) -> list[dict]:

@@ -140,6 +140,8 @@ class GltfAsset:
     source_bytes: size of the file plus its buffers' (bounds what importing may expand to).
     humanoid: (VRM version '0.x'/'1.0' or '', {humanoid bone name: node}) from the VRM extension
     (``formats.gltf.vrm``); its nodes become bones on import, for ``mmdkit.retarget``.
+    vrm: ``formats.gltf.vrm_extras.VrmExtras`` (expressions, spring bones, first person / look-at,
+    MToon) of a VRM file, else None.
     """
 
     path: str
@@ -165,6 +167,7 @@ class GltfAsset:
     warnings: tuple[str, ...] = ()
     source_bytes: int = 0
     humanoid: tuple = ("", {})
+    vrm: object = None
 
     @property
     def num_nodes(self) -> int:

@@ -22,6 +22,7 @@ from mmdkit.formats.gltf.jsonpath import Obj
 from mmdkit.formats.gltf.mesh import read_mesh
 from mmdkit.formats.gltf.scene import MAX_VALUE, read_nodes
 from mmdkit.formats.gltf.vrm import vrm_humanoid
+from mmdkit.formats.gltf.vrm_extras import read_vrm_extras
 
 ALPHA_MODES = ("OPAQUE", "MASK", "BLEND")
 COMPRESSED = ("KHR_draco_mesh_compression", "EXT_meshopt_compression", "KHR_meshopt_compression")
@@ -141,9 +142,10 @@ def read_gltf(data: bytes, path: str = "", *, base_dir: str | None = None) -> Gl
             raise root.error(f"nodes[{i}].weights", f"has {len(w)} weights, its mesh {node_targets[i]} targets")
     animations = tuple(read_animation(o, acc, node_targets, warnings) for o in root.objs("animations"))
     humanoid = vrm_humanoid(root.d, n_nodes, warnings)
+    vrm = read_vrm_extras(root.d, nodes["node_mesh"], meshes, len(materials), warnings) if humanoid[0] else None
     return GltfAsset(path=path, **nodes, meshes=meshes, skins=skins, materials=materials,
                      images=images, animations=animations, warnings=tuple(warnings),
-                     source_bytes=source_bytes, humanoid=humanoid)
+                     source_bytes=source_bytes, humanoid=humanoid, vrm=vrm)
 
 
 def load_gltf(path) -> GltfAsset:
