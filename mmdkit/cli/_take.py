@@ -20,14 +20,15 @@ from mmdkit.cli._frames import warn_past_end
 from mmdkit.cli._output import check_output, count, writing
 from mmdkit.errors import OptionError
 from mmdkit.export import writer_for
-from mmdkit.io import RENDER_OPTIONS, is_export, sinks_for
+from mmdkit.io import ANNOTATE_OPTIONS, RENDER_OPTIONS, is_export, sinks_for
 from mmdkit.runtime.driver import run
 from mmdkit.runtime.take import CLI_NAMES, Output, Take
 
 OPTION_NAMES = {"size": "--size", "msaa": "--msaa", "palette_size": "--palette", "ground_shadow": "--ground-shadow",
                 "self_shadow": "--self-shadow", "floor": "--floor", "audio": "--audio", "joints": "--joints",
                 "scale": "--scale", "vertices": "--vertices", "reduce": "--reduce",
-                "reduce_physics": "--reduce-physics"}
+                "reduce_physics": "--reduce-physics", "annotate": "--annotate", "views": "--views",
+                "view_height": "--view-height", "view_radius": "--view-radius", "view_fov": "--view-fov"}
 """How the command line names each output option."""
 
 
@@ -55,7 +56,7 @@ def _kind(path) -> str:
 
 
 def _takes(path) -> tuple:
-    return tuple(writer_for(path).OPTIONS) if is_export(path) else RENDER_OPTIONS
+    return tuple(writer_for(path).OPTIONS) if is_export(path) else RENDER_OPTIONS + ANNOTATE_OPTIONS
 
 
 def check_outputs(take: Take, *, extra_inputs=()) -> list:
@@ -157,6 +158,19 @@ def output_options(f):
         click.option("--reduce-physics", "reduce_physics", default=None, metavar="TOL2",
                      help=".vmd with --reduce: TOL2 units instead of TOL for the bones physics drives and the "
                           "bones below them (default TOL); the other bones keep TOL."),
+        click.option("--annotate", is_flag=True, default=None,
+                     help="A folder output becomes a dataset: per view and frame RGB, depth, character masks and "
+                          "body parts, plus COCO keypoints, calibrated cameras and 3D joints (docs/dataset.md)."),
+        click.option("--views", default=None, metavar="N|cams.json",
+                     help="--annotate: N cameras on a ring around the character, or a cameras.json (the layout "
+                          "the annotated render writes); --camera adds the MMD camera as one more view "
+                          "[default: the automatic camera]."),
+        click.option("--view-height", type=float, default=None, metavar="M",
+                     help="--views N: the cameras' height above the floor, metres [default: frames the motion]."),
+        click.option("--view-radius", type=float, default=None, metavar="M",
+                     help="--views N: the ring's radius, metres [default: the motion fills the picture]."),
+        click.option("--view-fov", type=float, default=None, metavar="DEG",
+                     help="--views N: vertical field of view, degrees [default: 30]."),
         click.option("-o", "--output", "outputs", required=True, multiple=True,
                      help="Where to write (repeatable: one pass writes them all): a video (.mp4 .mov .mkv .webm "
                           ".avi .gif), one .png, a folder of PNG frames, or .glb/.gltf (mesh + animation), .bvh "
@@ -235,7 +249,7 @@ def _output_values(p: dict, demo_pictures: bool) -> dict:
     return dict(size=size, msaa=p["msaa"], palette_size=palette, ground_shadow=p["ground_shadow"],
                 self_shadow=p["self_shadow"], floor=True if demo_pictures else None, audio=p["audio"],
                 joints=p["joints"], scale=p["scale"], vertices=p["vertices"] or None, reduce=p["reduce_tol"],
-                reduce_physics=reduce_physics)
+                reduce_physics=reduce_physics, **{k: p.get(k) for k in ANNOTATE_OPTIONS})
 
 
 def _export_bytes_per_frame(loaded) -> int:
@@ -300,4 +314,5 @@ def summary_line(path, info: dict, loaded, compiling) -> str:
     drawing = info["seconds"] - compiled
     rate = (f"{info['frames'] / drawing:.1f} frames/s, not counting {compiled:.1f} s compiling kernels"
             if compiled > 0.05 and drawing > 0 else f"{info['fps']:.1f} frames/s")
-    return f"wrote {path}: {count(info['frames'], 'frame')} in {info['seconds']:.1f} s ({rate})"
+    views = f" × {count(info['views'], 'view')}" if "views" in info else ""
+    return f"wrote {path}: {count(info['frames'], 'frame')}{views} in {info['seconds']:.1f} s ({rate})"

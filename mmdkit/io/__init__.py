@@ -2,8 +2,9 @@
 
 In: a ``Take`` (``mmdkit.runtime.take``) whose ``outputs`` are ``Output(path, options)``. The path
 picks the sink: .npz/.bvh/.vmd/.glb/.gltf → ``export.ExportSink``; a video (.mp4 .mov .mkv .webm
-.avi .gif), one .png or a folder → ``render.pipeline.RenderSink``. ``options`` hold that sink's own
-settings (``RENDER_OPTIONS``, ``EXPORT_OPTIONS``). Out: ``run`` → one summary dict per output, in
+.avi .gif), one .png or a folder → ``render.pipeline.RenderSink``; a folder with ``annotate`` → the
+annotated render ``render.labels.AnnotateSink`` (docs/dataset.md). ``options`` hold that sink's own
+settings (``RENDER_OPTIONS``, ``ANNOTATE_OPTIONS``, ``EXPORT_OPTIONS``). Out: ``run`` → one summary dict per output, in
 order; the take is validated and every output's options checked before anything is loaded, the
 inputs are loaded once, and the frames posed and simulated once for all outputs
 (``runtime.driver.run``). The CLI (``render``, ``export``), batch jobs and ``mmdkit.run`` all come
@@ -16,6 +17,7 @@ import os
 
 from mmdkit.errors import OptionError
 from mmdkit.export import WRITERS, ExportSink
+from mmdkit.render.labels import ANNOTATE_OPTIONS, AnnotateSink
 from mmdkit.render.pipeline import RenderSink
 from mmdkit.render.video import SUPPORTED, output_kind
 from mmdkit.runtime.driver import run as run_frames
@@ -29,8 +31,8 @@ EXPORT_OPTIONS = ("joints", "scale", "vertices", "reduce", "reduce_physics")
 MAX_PALETTE = 256
 """Largest ``palette_size``: 16 KB, the smallest uniform block OpenGL guarantees, holds 256 matrices."""
 
-__all__ = ["run", "sinks_for", "sink_for", "is_export", "parse_size", "RENDER_OPTIONS", "EXPORT_OPTIONS", "Output",
-           "Take"]
+__all__ = ["run", "sinks_for", "sink_for", "is_export", "parse_size", "RENDER_OPTIONS", "ANNOTATE_OPTIONS",
+           "EXPORT_OPTIONS", "Output", "Take"]
 
 
 def parse_size(value, option: str = "size") -> tuple[int, int]:
@@ -71,7 +73,11 @@ def sink_for(output: Output, *, warn=print, option: str = "-o", flag_prefix: str
     def shown(k):
         return (names or {}).get(k, flag_prefix + k.replace("_", "-") if flag_prefix else k)
 
+    if opts.get("annotate"):
+        return _annotate_sink(path, opts, shown, option, warn)
     unknown = [k for k, v in opts.items() if k not in RENDER_OPTIONS and v is not False]
+    if unknown and unknown[0] in ANNOTATE_OPTIONS:
+        raise OptionError(shown(unknown[0]), f"needs {shown('annotate')} (an annotated render)")
     if unknown:
         raise OptionError(shown(unknown[0]), f"does not apply to picture/video output (it takes "
                                              f"{', '.join(RENDER_OPTIONS)})")
@@ -79,6 +85,21 @@ def sink_for(output: Output, *, warn=print, option: str = "-o", flag_prefix: str
         opts["size"] = parse_size(opts["size"], shown("size"))
     check_palette(opts.get("palette_size"), shown("palette_size"))
     return RenderSink(os.fspath(output.path), warn=warn, **{k: v for k, v in opts.items() if k in RENDER_OPTIONS})
+
+
+def _annotate_sink(path: str, opts: dict, shown, option: str, warn) -> AnnotateSink:
+    """An annotated render into the folder ``path`` (docs/dataset.md)."""
+    if output_kind(path) != "folder" or (os.path.exists(path) and not os.path.isdir(path)):
+        raise OptionError(option, f"{path}: an annotated render writes a folder (end it with '/')")
+    takes = ("size", "msaa", "ground_shadow", "self_shadow", "floor") + ANNOTATE_OPTIONS
+    unknown = [k for k, v in opts.items() if k not in takes and v is not False]
+    if unknown:
+        raise OptionError(shown(unknown[0]), f"does not apply to an annotated render (it takes "
+                                             f"{', '.join(takes)})")
+    if isinstance(opts.get("size"), str):
+        opts["size"] = parse_size(opts["size"], shown("size"))
+    kw = {k: v for k, v in opts.items() if k in takes and k != "annotate"}
+    return AnnotateSink(path, warn=warn, names={k: shown(k) for k in ANNOTATE_OPTIONS}, **kw)
 
 
 def sinks_for(take: Take, *, warn=print, flag_prefix: str = "", names=None) -> list:
@@ -96,5 +117,5 @@ def run(take: Take, *, warn=print, progress: bool = False, flag_prefix: str = ""
     take.validate()
     sinks = sinks_for(take, warn=warn, flag_prefix=flag_prefix, names=names)
     loaded = take.load(warn, shown=shown)
-    desc = "rendering" if any(isinstance(s, RenderSink) for s in sinks) else "baking"
+    desc = "rendering" if any(isinstance(s, (RenderSink, AnnotateSink)) for s in sinks) else "baking"
     return run_frames(loaded, sinks, progress=progress, desc=desc)

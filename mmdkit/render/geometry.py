@@ -216,10 +216,11 @@ class Geometry:
         self._offsets["vertex"].upload(vertex_offset)
         self._offsets["uv"].upload(uv_offset)
 
-    def skin(self) -> None:
+    def skin(self, dispatch: bool = True) -> None:
         """Skin every character into its slice of the skinned buffer in one compute dispatch
         (nothing to skin on the palette path, which skins while drawing), and bind the storage
-        buffers this frame's draws read."""
+        buffers this frame's draws read (``dispatch=False``: only bind, the buffer holds this
+        frame's vertices already)."""
         self._morph.bind_to_storage_buffer(0)
         self._uvoff.bind_to_storage_buffer(1)
         if not self.skins_first:
@@ -230,7 +231,7 @@ class Geometry:
         self._inst.bind_to_storage_buffer(5)
         self.bone_tex.use(0)
         V = self.num_vertices
-        if V:
+        if V and dispatch:
             self.programs.skin.run(-(-V // SKIN_GROUP), self.instances)
         self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
 
@@ -238,6 +239,17 @@ class Geometry:
         """(instances, V, 2, 3) float32: this frame's skinned positions and normals (model space,
         crowd offset included) read back from the GPU; without palettes only."""
         return np.frombuffer(self._skinned.read(), _F32).reshape(self.instances, -1, 2, 4)[:, :self.num_vertices, :, :3]
+
+    def bare_vertex_array(self, prog):
+        """A vertex array drawing the model's triangles with ``prog``, which reads every vertex
+        input from the storage buffers (no attributes); draw it with ``draw_with``."""
+        return self.ctx.vertex_array(prog, [], index_buffer=self._idx, index_element_size=4)
+
+    def draw_with(self, vao, m: int) -> None:
+        """Draw material m's triangles for every character through ``vao`` (``bare_vertex_array``;
+        the compute path only)."""
+        for first, count, _ in self.ranges[m]:
+            vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)
 
     def has_faces(self, m: int) -> bool:
         return bool(self.ranges[m])

@@ -108,7 +108,7 @@ class Renderer:
     def render(self, bone_skin, view, proj, *, vertex_offset=None, uv_offset=None,
                materials: MaterialValues | None = None, light_dir=DEFAULT_LIGHT_DIR, light_color=None,
                background=(1.0, 1.0, 1.0), eye_distance: float = 40.0, self_shadow: bool | None = None,
-               out: np.ndarray | None = None) -> np.ndarray:
+               out: np.ndarray | None = None, skinned: bool = False) -> np.ndarray:
         """Draw one frame; returns (H, W, 3) uint8, C order (``out`` when given, else a new array).
 
         bone_skin: (B,4,4) or (instances,B,4,4) float32 skinning matrices (column vectors).
@@ -124,14 +124,18 @@ class Renderer:
         self-shadow keys with mode 0); None: as the renderer was built.
         out: an (H, W, 3) uint8 C-ordered array to draw into (a caller that keeps its own
         pictures: then nothing is allocated for the frame).
+        skinned: True when this frame's characters were already uploaded and skinned by a render
+        just before (the same frame from another view): they are drawn as they are, the morph
+        offsets are not sent again.
         """
         ctx, geo, progs = self.ctx, self.geometry, self.programs
         if out is not None and (out.shape != self._readback.shape or out.dtype != np.uint8
                                 or not out.flags.c_contiguous or not out.flags.writeable):
             raise OptionError("out", f"needs a writable C-ordered ({self.height}, {self.width}, 3) uint8 array")
         values = materials if materials is not None else MaterialValues.of_model(self.model)
-        geo.upload(bone_skin, vertex_offset, uv_offset)
-        geo.skin()
+        if not skinned:
+            geo.upload(bone_skin, vertex_offset, uv_offset)
+        geo.skin(dispatch=not skinned)
         ctx.front_face = "cw"  # MMD's front faces wind clockwise; the view flips z, so cw stays front
         L = np.asarray(light_dir, np.float64)
         if not (np.isfinite(L).all() and L.any()):  # a zero or broken light key: MMD's default light

@@ -1,0 +1,265 @@
+"""The files of an annotated render, written into a temporary folder and moved into place at the end.
+
+In: per frame and view the RGB picture (H,W,3) uint8 and the label pass's (H,W,2) float32 (depth
+in MMD units, character id × 256 + part id), the keypoints of every character (N,J,3) float64 MMD
+model space; the ``Views``, the frames and the ``KeypointRig``. Out (docs/dataset.md):
+OUT/view_XX/{rgb,depth,mask,parts}/NNNNNN.png (NNNNNN: the output frame index), cameras.json,
+labels.json, keypoints.json (COCO; its images and annotations streamed to the folder as lines while
+rendering, so memory stays flat), joints3d.npz. Visibility of a keypoint in a view: 0 outside the
+picture (or behind the camera), 2 when a pixel within one of its own (3×3) shows its character's own
+surface there — a depth test against the label pass's depth: either one of the body parts meeting
+at the keypoint (``KeypointRig.keypoint_parts``: clothes on a limb are that limb) at most
+``PART_DEPTH`` in front of the keypoint, or any surface of its character no nearer than the
+keypoint's own surface point (its camera z − its radius − ``VISIBILITY_TOLERANCE``); else 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from mmdkit.errors import RenderError
+from mmdkit.fileutil import atomic_path
+from mmdkit.model.space import MMD_UNITS_PER_METRE
+from mmdkit.render.labels import cameras as cams
+from mmdkit.render.labels.keypoints import DERIVED, KEYPOINT_NAMES, SKELETON
+from mmdkit.render.labels.parts import PART_NAMES
+
+MM_PER_UNIT = 1000.0 / MMD_UNITS_PER_METRE
+VISIBILITY_TOLERANCE = 0.125
+"""MMD units (1 cm) a surface may lie nearer than a keypoint's own and the keypoint still count as seen."""
+PART_DEPTH = 1.5
+"""MMD units (12 cm): how far in front of a keypoint the surface of its own body parts may be (a
+puffy sleeve over a shoulder) and the keypoint still count as seen through it."""
+KINDS = ("rgb", "depth", "mask", "parts")
+
+
+def decode(label: np.ndarray):
+    """(H,W,2) float32 label picture → depth (H,W) float32 MMD units, character id (H,W) int32,
+    part id (H,W) int32."""
+    code = label[..., 1].astype(np.int32)
+    return label[..., 0], code >> 8, code & 255
+
+
+def depth_mm(depth: np.ndarray, character: np.ndarray) -> np.ndarray:
+    """(H,W) uint16 millimetres along the camera's z (0: no character; at most 65535)."""
+    mm = np.minimum(np.rint(depth * MM_PER_UNIT), 65535.0)
+    return np.where(character > 0, mm, 0).astype(np.uint16)
+
+
+def visibility(uv, z, rig, character, part, depth, ids) -> np.ndarray:
+    """(N,J) uint8 COCO visibility of keypoints at pixels uv (N,J,2), camera depth z (N,J) MMD units,
+    of ``rig`` (a KeypointRig: radius, parts), against one view's character/part/depth pictures;
+    ``ids`` (N,) the characters' ids (the module docstring)."""
+    radius, parts = rig.keypoint_radius, rig.keypoint_parts
+    H, W = character.shape
+    N, J = z.shape
+    v = np.zeros((N, J), np.uint8)
+    inside = np.isfinite(uv).all(-1) & (z > 0) & (uv[..., 0] >= -0.5) & (uv[..., 0] < W - 0.5) \
+        & (uv[..., 1] >= -0.5) & (uv[..., 1] < H - 0.5)
+    v[inside] = 1
+    for n, j in zip(*np.nonzero(inside)):
+        x, y = int(np.rint(uv[n, j, 0])), int(np.rint(uv[n, j, 1]))
+        ys, xs = slice(max(y - 1, 0), y + 2), slice(max(x - 1, 0), x + 2)
+        own = character[ys, xs] == ids[n]
+        d = depth[ys, xs]
+        joint = ((part[ys, xs] == parts[j, 0]) | (part[ys, xs] == parts[j, 1])) & (d >= z[n, j] - PART_DEPTH)
+        if (own & (joint | (d >= z[n, j] - radius[j] - VISIBILITY_TOLERANCE))).any():
+            v[n, j] = 2
+    return v
+
+
+def runs(mask: np.ndarray) -> list:
+    """COCO's uncompressed RLE of a (H,W) bool mask: run lengths down the columns (column-major),
+    starting with a run of zeros."""
+    flat = mask.T.ravel()
+    edges = np.flatnonzero(flat[1:] != flat[:-1]) + 1
+    bounds = np.concatenate([[0], edges, [flat.size]])
+    lengths = np.diff(bounds).tolist()
+    return ([0] + lengths) if flat.size and flat[0] else lengths
+
+
+def _png(path: str, array: np.ndarray) -> None:
+    from PIL import Image
+
+    Image.fromarray(array).save(path, compress_level=1)
+
+
+class DatasetWriter:
+    """Writes one annotated render (the module docstring) into a temporary folder beside ``output``,
+    moved in by ``close`` (an earlier annotated render's files there are replaced)."""
+
+    def __init__(self, output: str, views: "cams.Views", frames, rig, crowd: int):
+        self.output = os.path.abspath(output)
+        parent = os.path.dirname(self.output.rstrip(os.sep))
+        if os.path.exists(self.output) and not os.path.isdir(self.output):
+            raise RenderError(f"cannot write an annotated render into '{output}': it is a file")
+        if not os.path.isdir(parent):
+            raise RenderError(f"cannot write '{output}': folder {parent} does not exist")
+        try:
+            self.tmp = tempfile.mkdtemp(prefix=".annotate-", dir=parent)
+        except OSError as e:
+            raise RenderError(f"cannot write '{output}': {e.strerror or e}") from None
+        self.views, self.frames, self.rig, self.crowd = views, np.asarray(frames, np.float64), rig, crowd
+        C, F, J = len(views), len(self.frames), len(KEYPOINT_NAMES)
+        for c in range(C):
+            for kind in KINDS:
+                os.makedirs(os.path.join(self.tmp, f"view_{c:02d}", kind))
+        self.K, self.R, self.t = views.K, views.R, views.t
+        self.world = np.full((F, crowd, J, 3), np.nan)
+        self.camera = np.full((F, C, crowd, J, 3), np.nan)
+        self.visible = np.zeros((F, C, crowd, J), np.uint8)
+        self._images = open(os.path.join(self.tmp, ".images.jsonl"), "w", encoding="utf-8")
+        self._anns = open(os.path.join(self.tmp, ".annotations.jsonl"), "w", encoding="utf-8")
+        self._next_ann = 1
+
+    def write(self, i: int, rgb, labels, keypoints, shown) -> None:
+        """Output frame i: rgb (C,H,W,3) uint8, labels (C,H,W,2) float32, keypoints (N,J,3) float64 MMD
+        model space, shown (N,) bool (a character a property key hides has no keypoints)."""
+        world = keypoints * (cams.S_AXIS.diagonal() / MMD_UNITS_PER_METRE)  # glTF metres
+        world[~shown] = np.nan
+        self.world[i] = world
+        name = f"{i:06d}.png"
+        for c in range(len(self.views)):
+            folder = os.path.join(self.tmp, f"view_{c:02d}")
+            depth, character, part = decode(labels[c])
+            _png(os.path.join(folder, "rgb", name), rgb[c])
+            _png(os.path.join(folder, "depth", name), depth_mm(depth, character))
+            _png(os.path.join(folder, "mask", name), character.astype(np.uint8 if self.crowd < 256 else np.uint16))
+            _png(os.path.join(folder, "parts", name), part.astype(np.uint8))
+            cam = np.einsum("ij,nkj->nki", self.R[c, i], world) + self.t[c, i]
+            self.camera[i, c] = cam
+            with np.errstate(invalid="ignore", divide="ignore"):
+                uvw = np.einsum("ij,nkj->nki", self.K[c, i], cam)
+                uv = uvw[..., :2] / uvw[..., 2:]
+            ids = np.arange(1, self.crowd + 1)
+            vis = visibility(uv, cam[..., 2] * MMD_UNITS_PER_METRE, self.rig, character, part, depth, ids)
+            self.visible[i, c] = vis
+            self._coco(i, c, uv, vis, character)
+
+    def _coco(self, i: int, c: int, uv, vis, character) -> None:
+        image_id = i * len(self.views) + c + 1
+        H, W = character.shape
+        image = {"id": image_id, "file_name": f"view_{c:02d}/rgb/{i:06d}.png", "width": W, "height": H,
+                 "view": self.views.names[c], "view_index": c, "frame_index": i, "frame": float(self.frames[i])}
+        self._images.write(json.dumps(image) + "\n")
+        for n in range(self.crowd):
+            m = character == n + 1
+            area = int(m.sum())
+            if not area:
+                continue
+            ys, xs = np.nonzero(m)
+            x0, y0 = int(xs.min()), int(ys.min())
+            kp = np.zeros((len(KEYPOINT_NAMES), 3))
+            seen = vis[n] > 0
+            kp[seen, :2] = uv[n, seen].round(3)
+            kp[:, 2] = vis[n]
+            ann = {"id": self._next_ann, "image_id": image_id, "category_id": 1, "iscrowd": 0, "area": area,
+                   "bbox": [x0, y0, int(xs.max()) - x0 + 1, int(ys.max()) - y0 + 1],
+                   "keypoints": [float(x) if k % 3 < 2 else int(x) for k, x in enumerate(kp.ravel())],
+                   "num_keypoints": int(seen.sum()), "character": n + 1,
+                   "segmentation": {"size": [H, W], "counts": runs(m)}}
+            self._anns.write(json.dumps(ann) + "\n")
+            self._next_ann += 1
+
+    def close(self, labels_doc: dict) -> dict:
+        """Write the whole-run files and move the folder into place; returns the file names."""
+        self._images.close()
+        self._anns.close()
+        tmp = self.tmp
+        _json(os.path.join(tmp, "cameras.json"), cams.cameras_json(self.views, self.frames))
+        _json(os.path.join(tmp, "labels.json"), labels_doc)
+        self._keypoints_json(os.path.join(tmp, "keypoints.json"))
+        os.unlink(os.path.join(tmp, ".images.jsonl"))
+        os.unlink(os.path.join(tmp, ".annotations.jsonl"))
+        _npz(os.path.join(tmp, "joints3d.npz"), world=self.world[:, 0], camera=self.camera[:, :, 0],
+             crowd_world=self.world, crowd_camera=self.camera, visibility=self.visible, frames=self.frames,
+             names=np.array(KEYPOINT_NAMES), views=np.array(self.views.names))
+        self._move_in()
+        return {"files": sorted(os.listdir(self.output))}
+
+    def _keypoints_json(self, path: str) -> None:
+        category = {"id": 1, "name": "person", "supercategory": "person", "keypoints": list(KEYPOINT_NAMES),
+                    "skeleton": [list(s) for s in SKELETON]}
+        with atomic_path(path) as p, open(p, "w", encoding="utf-8") as f:
+            f.write('{"info": {"description": "mmdkit annotated render (docs/dataset.md)"}, "licenses": [], ')
+            f.write(f'"categories": [{json.dumps(category)}], "images": [')
+            _lines(f, os.path.join(self.tmp, ".images.jsonl"))
+            f.write('], "annotations": [')
+            _lines(f, os.path.join(self.tmp, ".annotations.jsonl"))
+            f.write("]}\n")
+
+    def _move_in(self) -> None:
+        """The temporary folder becomes the output (entries of an earlier annotated render there are
+        replaced; other files stay)."""
+        out = self.output
+        if not os.path.isdir(out):
+            os.replace(self.tmp, out)
+            return
+        for name in sorted(os.listdir(self.tmp)):
+            target = os.path.join(out, name)
+            if os.path.isdir(target) and not os.path.islink(target):
+                shutil.rmtree(target)
+            os.replace(os.path.join(self.tmp, name), target)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def abort(self) -> None:
+        for f in (self._images, self._anns):
+            f.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _lines(f, path: str) -> None:
+    """The JSON objects of a lines file, comma separated, into ``f``."""
+    with open(path, encoding="utf-8") as src:
+        for k, line in enumerate(src):
+            if k:
+                f.write(", ")
+            f.write(line.rstrip("\n"))
+
+
+def _npz(path: str, **arrays) -> None:
+    """An .npz numpy reads (``np.load``), byte-identical for the same arrays (fixed zip times)."""
+    import zipfile
+
+    with atomic_path(path) as p, zipfile.ZipFile(p, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+        for name, a in arrays.items():
+            with z.open(zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asanyarray(a), allow_pickle=False)
+
+
+def _json(path: str, doc: dict) -> None:
+    with atomic_path(path) as p, open(p, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+
+
+def labels_json(views, crowd: int, rig, alpha_cut: float) -> dict:
+    """labels.json: ids, names, keypoints and the unit and convention of every file."""
+    return {
+        "parts": {str(i): n for i, n in enumerate(PART_NAMES)},
+        "instances": {"0": "background", **{str(k): f"character {k}" for k in range(1, crowd + 1)}},
+        "keypoints": {"names": list(KEYPOINT_NAMES), "skeleton": [list(s) for s in SKELETON],
+                      "derived": [n for n in KEYPOINT_NAMES if n in DERIVED],
+                      "radius_m": (rig.keypoint_radius / MMD_UNITS_PER_METRE).round(5).tolist(),
+                      "missing": [n for n, b in zip(KEYPOINT_NAMES, rig.keypoint_bone) if b < 0]},
+        "views": list(views.names),
+        "files": {
+            "view_XX/rgb/NNNNNN.png": "RGB 8-bit, the render (NNNNNN: output frame index; cameras.json's frames)",
+            "view_XX/depth/NNNNNN.png": "uint16 millimetres along the camera z axis; 0 = no character",
+            "view_XX/mask/NNNNNN.png": "character id per pixel (labels.instances); 0 = background",
+            "view_XX/parts/NNNNNN.png": "body-part id per pixel (labels.parts), from the vertex's strongest bone",
+            "cameras.json": "K (3x3), per frame R (3x3) and t (3): x_cam = R x_world + t, metres, OpenCV camera",
+            "keypoints.json": "COCO keypoints; [x, y, v] pixels (pixel centres at integers), v: 0 outside the "
+                              "picture, 1 hidden, 2 seen (depth test); one annotation per character in view",
+            "joints3d.npz": "world (F,J,3) and camera (F,C,J,3) metres of character 1; crowd_world (F,N,J,3), "
+                            "crowd_camera (F,C,N,J,3), visibility (F,C,N,J), frames (F,), names (J,), views (C,)"},
+        "conventions": {"world": "glTF: right-handed, +y up, metres; an MMD point p is 0.08*(p.x, p.y, -p.z)",
+                        "camera": "OpenCV: x right, y down, z forward",
+                        "visibility_tolerance_m": VISIBILITY_TOLERANCE / MMD_UNITS_PER_METRE,
+                        "visibility_part_depth_m": PART_DEPTH / MMD_UNITS_PER_METRE,
+                        "label_alpha_cut": alpha_cut},
+    }

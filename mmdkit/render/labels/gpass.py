@@ -1,0 +1,84 @@
+"""The label pass: per pixel camera depth, character id and body part, drawn by the renderer's own
+context from the vertices its frame already skinned (no second skinning, nothing from the CPU).
+
+In: a ``Renderer`` (compute-shader skinning: not the palette path) that has just drawn a frame
+(its Skinned buffer holds this frame's vertices), the part id of each vertex (V,) int32, the
+view/projection of the view and the frame's ``MaterialValues``. Out: ``draw(...)`` fills an
+(H, W, 2) float32 array, top row first: [..., 0] the depth along the camera's forward axis in MMD
+units (0: no character), [..., 1] character id × 256 + part id (0: background). One sample per
+pixel, at its centre; a surface counts where its alpha (material × texture) is at least
+``ALPHA_CUT``; culling as the main pass; edges and the ground shadow are not labelled.
+"""
+
+from __future__ import annotations
+
+import moderngl
+import numpy as np
+
+from mmdkit.errors import OptionError, RenderError
+from mmdkit.render import passes
+from mmdkit.render.context import compile_program, shader_source
+
+ALPHA_CUT = 0.5
+"""Surfaces less opaque than this (lace, blush overlays, glass) are see-through for the labels."""
+
+
+class LabelPass:
+    """A single-sample framebuffer (RG32F labels + depth) beside the renderer's, and its program."""
+
+    def __init__(self, renderer, vertex_part: np.ndarray):
+        if renderer.palette is not None:
+            raise OptionError("palette_size", "annotated renders skin through the bone texture; leave --palette out")
+        self.ren = renderer
+        ctx, geo = renderer.ctx, renderer.geometry
+        size = (renderer.width, renderer.height)
+        self.prog = compile_program(ctx, "label", vertex_shader=shader_source("buffers.glsl", "labels.vert"),
+                                    fragment_shader=shader_source("labels.frag"))
+        for name, value in (("u_num_vertices", geo.num_vertices), ("u_uv_rows", len(geo.uv_rows)),
+                            ("u_morph_rows", len(geo.morph_rows)), ("u_tex", 1), ("u_alpha_cut", ALPHA_CUT)):
+            if name in self.prog:
+                self.prog[name].value = value
+        try:
+            self.fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 2, dtype="f4")],
+                                       depth_attachment=ctx.depth_renderbuffer(size))
+        except moderngl.Error as e:
+            raise RenderError(f"this OpenGL cannot make a {size[0]}x{size[1]} label picture ({e})") from None
+        part = np.zeros(max(geo.num_vertices, 1), np.int32)
+        part[:len(vertex_part)] = vertex_part
+        self.parts = ctx.buffer(part.tobytes())
+        self.vao = geo.bare_vertex_array(self.prog)
+        self._gl_mats = np.empty((2, 4, 4), np.float32)
+        self._readback = np.empty((renderer.height, renderer.width, 2), np.float32)
+
+    def draw(self, view, proj, values, out: np.ndarray) -> np.ndarray:
+        """Label the frame the renderer just skinned, seen through (view, proj) (4,4) GL matrices;
+        ``out`` (H, W, 2) float32 (the module docstring)."""
+        ren, prog = self.ren, self.prog
+        ctx, geo, table, textures = ren.ctx, ren.geometry, ren.materials, ren.textures
+        prog["u_view"].write(passes.gl_matrix(view, self._gl_mats[0]))
+        prog["u_proj"].write(passes.gl_matrix(proj, self._gl_mats[1]))
+        self.fbo.use()
+        ctx.viewport = (0, 0, ren.width, ren.height)
+        self.fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        ctx.enable(moderngl.DEPTH_TEST)
+        ctx.disable(moderngl.BLEND)
+        ctx.front_face = "cw"
+        self.parts.bind_to_storage_buffer(6)
+        for m in range(table.num_materials):
+            alpha = float(values.diffuse[m, 3])
+            if not geo.has_faces(m) or alpha < ALPHA_CUT:
+                continue
+            if table.culls(m, alpha):
+                ctx.enable(moderngl.CULL_FACE)
+                ctx.cull_face = "back"
+            else:
+                ctx.disable(moderngl.CULL_FACE)
+            t = textures.of(m)[0]
+            prog["u_diffuse"].value = tuple(float(x) for x in values.diffuse[m])
+            prog["u_has_tex"].value = t is not None
+            (t or textures.white).use(1)
+            geo.draw_with(self.vao, m)
+        ctx.disable(moderngl.CULL_FACE)
+        self.fbo.read_into(self._readback, components=2, dtype="f4", alignment=1)
+        np.copyto(out, self._readback[::-1])
+        return out

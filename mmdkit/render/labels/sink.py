@@ -1,0 +1,203 @@
+"""``AnnotateSink``: the frame loop's annotated render — every view of every frame drawn from one pose
+(physics stepped once), with depth, character masks, body parts, COCO keypoints and calibrated
+cameras (``dataset``'s files, docs/dataset.md).
+
+In: a LoadedTake's characters as the driver poses them; the views: ``views`` a count (cameras on a
+ring around what the motion sweeps: ``cameras.ring_views`` with ``view_height``/``view_radius``
+metres and ``view_fov`` degrees) or a cameras.json path, plus the take's camera motion as one more
+view; neither: the render's automatic camera. Out: the folder ``output`` and a summary (frames,
+views, seconds, fps, output, warnings).
+Threads as ``RenderSink``: the GL thread draws frame n (per view: the picture, then the label pass
+from the same skinned vertices; characters are uploaded and skinned once a frame) while the driver
+poses frame n+1, and a writer thread writes frame n−1's files. Each frame's inputs and outputs live
+in one of two sets of buffers made at ``open``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from mmdkit.errors import OptionError
+from mmdkit.render.framing import motion_box
+from mmdkit.render.geometry import morph_rows
+from mmdkit.render.gl import Renderer
+from mmdkit.render.labels import cameras as cams
+from mmdkit.render.labels.dataset import DatasetWriter, labels_json
+from mmdkit.render.labels.gpass import ALPHA_CUT, LabelPass
+from mmdkit.render.labels.keypoints import KEYPOINT_NAMES, keypoint_rig
+from mmdkit.render.labels.parts import vertex_parts
+from mmdkit.render.materials import MaterialValues
+from mmdkit.runtime.crowd import crowd_offsets, crowd_spacing, rest_box
+from mmdkit.runtime.driver import Sink
+
+ANNOTATE_OPTIONS = ("annotate", "views", "view_height", "view_radius", "view_fov")
+"""Options of an annotated render (besides the picture options size, msaa, shadows, floor)."""
+
+
+def check_views(views, view_height=None, view_radius=None, view_fov=None, names=None) -> None:
+    """OptionError (named as ``names`` shows each option) unless the view options make sense."""
+    def shown(k):
+        return (names or {}).get(k, k)
+
+    if views is not None and cams.is_cameras_file(views) and not os.path.isfile(views):
+        raise OptionError(shown("views"), f"no cameras file {os.fspath(views)!r} (give a number of cameras or a "
+                                          f"cameras.json)")
+    if views is not None and not cams.is_cameras_file(views):
+        n = int(views) if not isinstance(views, bool) and str(views).strip().isdigit() else -1
+        if not 1 <= n <= cams.MAX_VIEWS:
+            raise OptionError(shown("views"), f"must be 1 to {cams.MAX_VIEWS} cameras or a cameras.json, got {views!r}")
+    for key, value, lo, hi in (("view_height", view_height, -1000.0, 1000.0), ("view_radius", view_radius, 1e-3, 1000.0),
+                               ("view_fov", view_fov, 1.0, 170.0)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not lo <= float(value) <= hi):
+            raise OptionError(shown(key), f"must be a number from {lo:g} to {hi:g}, got {value!r}")
+
+
+class AnnotateSink(Sink):
+    """See the module docstring."""
+
+    geometry = True
+
+    def __init__(self, output: str, *, size=(1280, 720), msaa: int = 4, views=None, view_height=None,
+                 view_radius=None, view_fov=None, ground_shadow: bool = True, self_shadow: bool = False,
+                 floor: bool = False, warn=print, names=None):
+        check_views(views, view_height, view_radius, view_fov, names)
+        self.output, self.size, self.msaa, self.warn = output, tuple(size), msaa, warn
+        self.view_spec = dict(views=views, height=view_height, radius=view_radius,
+                              fov=cams.DEFAULT_FOV if view_fov is None else float(view_fov))
+        self.options = dict(ground_shadow=ground_shadow, self_shadow=self_shadow, floor=floor)
+        self.views_option = (names or {}).get("views", "views")
+        self.writer = self.ren = self._gl = self._out = None
+
+    def _views(self, loaded, box) -> cams.Views:
+        spec, F = self.view_spec, len(loaded.frames)
+        parts = []
+        v = spec["views"]
+        if v is not None and cams.is_cameras_file(v):
+            given, size = cams.read_cameras(str(v), F, self.views_option)
+            self.size = size
+            parts.append(given)
+        elif v is not None:
+            parts.append(cams.ring_views(box, int(v), self.size, F, height=spec["height"], radius=spec["radius"],
+                                         fov=spec["fov"]))
+        if loaded.camera is not None and loaded.camera.has_camera:
+            parts.append(cams.mmd_camera_view(loaded.camera, loaded.frames, self.size))
+        return cams.joined(parts) if parts else cams.auto_view(box, self.size, F)
+
+    def open(self, loaded) -> None:
+        model, crowd = loaded.model, loaded.crowd
+        offsets = crowd_offsets(crowd, crowd_spacing(*rest_box(model)))
+        box = motion_box(model, loaded.motion, loaded.frames, offsets)
+        self.views = self._views(loaded, box)
+        self.rig = keypoint_rig(model)
+        self.offsets = np.asarray(offsets, np.float64)
+        self.eye_distance = _eye_distances(self.views.view, (box[0] + box[1]) / 2)
+        self.writer = DatasetWriter(self.output, self.views, loaded.frames, self.rig, crowd)
+        self._gl = ThreadPoolExecutor(1, thread_name_prefix="mmdkit-gl")
+        self._out = ThreadPoolExecutor(1, thread_name_prefix="mmdkit-annotate")
+        self.ren, self.labels = self._gl.submit(self._build, model, crowd, offsets, box).result()
+        for w in self.ren.warnings:
+            self.warn(w)
+        C, (W, H), J = len(self.views), self.size, len(KEYPOINT_NAMES)
+        self.rows = morph_rows(model)
+        self._inputs = [(np.empty((crowd, model.num_bones, 4, 4), np.float32),
+                         np.empty((crowd, len(self.rows[0]), 3), np.float32),
+                         np.empty((crowd, len(self.rows[1]), 4), np.float32),
+                         np.empty((crowd, J, 3)), np.empty(crowd, bool)) for _ in range(2)]
+        self._pictures = [(np.empty((C, H, W, 3), np.uint8), np.empty((C, H, W, 2), np.float32)) for _ in range(2)]
+        self._materials = [None, None]
+        self._drawing = [None, None]
+        self._writing = None
+        self.num_frames = len(loaded.frames)
+        self._t0 = time.perf_counter()
+
+    def _build(self, model, crowd: int, offsets, box):
+        """On the GL thread: the renderer (its floor around the motion's box) and the label pass."""
+        ren = Renderer(model, self.size, self.msaa, instances=crowd, **self.options)
+        try:
+            ren.set_instance_offsets(offsets)
+            lo, hi = box
+            ren.place_floor((lo + hi) / 2, 8.0 * float(np.linalg.norm(hi - lo)) + 50.0)
+            return ren, LabelPass(ren, vertex_parts(model))
+        except BaseException:
+            ren.release()
+            raise
+
+    def frame(self, i: int, characters) -> None:
+        turn = i & 1
+        if self._drawing[turn] is not None:
+            self._drawing[turn].result()
+        skins, voff, uvoff, kp, shown = self._inputs[turn]
+        for k, ch in enumerate(characters):
+            shown[k] = ch.visible
+            skins[k] = ch.bone_skin if ch.visible else 0.0
+            np.take(ch.vertex_offset, self.rows[0], axis=0, out=voff[k])
+            np.take(ch.uv_offset, self.rows[1], axis=0, out=uvoff[k])
+            self.rig.positions(ch.bone_skin, self.offsets[k], kp[k])
+        materials = self._materials[turn] = MaterialValues.of_character(characters[0], out=self._materials[turn])
+        self._drawing[turn] = self._gl.submit(self._draw, i, turn, materials)
+
+    def _draw(self, i: int, turn: int, materials) -> None:
+        """On the GL thread: every view of frame i, then its files to the writer thread."""
+        skins, voff, uvoff, kp, shown = self._inputs[turn]
+        rgb, labels = self._pictures[turn]
+        v = self.views
+        for c in range(len(v)):
+            view, proj = v.view[c, i], v.proj[c, i]
+            self.ren.render(skins, view, proj, vertex_offset=voff, uv_offset=uvoff, materials=materials, out=rgb[c],
+                            eye_distance=self.eye_distance[c, i], skinned=c > 0)
+            self.labels.draw(view, proj, materials, labels[c])
+        if self._writing is not None:
+            self._writing.result()
+        self._writing = self._out.submit(self.writer.write, i, rgb, labels, kp.copy(), shown.copy())
+
+    def _drain(self) -> None:
+        for d in self._drawing:
+            if d is not None:
+                d.result()
+        if self._writing is not None:
+            self._writing.result()
+
+    def close(self) -> dict:
+        try:
+            self._drain()
+            self.writer.close(labels_json(self.views, len(self.offsets), self.rig, ALPHA_CUT))
+            seconds = time.perf_counter() - self._t0
+            warnings = list(self.ren.warnings)
+        finally:
+            self._release()
+        n = self.num_frames
+        return {"frames": n, "views": len(self.views), "seconds": seconds, "fps": n / seconds if seconds else 0.0,
+                "warnings": warnings, "output": self.output}
+
+    def abort(self) -> None:
+        try:
+            if self._gl is not None:
+                try:
+                    self._drain()
+                except BaseException:
+                    pass
+            if self.writer is not None:
+                self.writer.abort()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._gl is not None:
+            if self.ren is not None:
+                self._gl.submit(self.ren.release).result()
+                self.ren = None
+            self._gl.shutdown(wait=True)
+            self._out.shutdown(wait=True)
+            self._gl = self._out = None
+
+
+def _eye_distances(view, centre) -> np.ndarray:
+    """(C,F) float64: each camera's distance to ``centre`` (3,) MMD units, the edge width's scale
+    (MMD's edges widen with the camera's distance) for views (C,F,4,4)."""
+    eye = -np.einsum("...ji,...j->...i", view[..., :3, :3], view[..., :3, 3])  # eye in MMD space (rigid view)
+    return np.linalg.norm(eye - centre, axis=-1)
