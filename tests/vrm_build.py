@@ -1,10 +1,11 @@
 """A small VRM 1.0 file built in code (the VRM 1.0 files in assets/rigs have no spring bones).
 
-``vrm1_bytes(**changes)`` → GLB bytes: hips (1 m up) → head (+0.5 m) → hair1 (0.1 m behind the
+``vrm1_bytes(collide=True, **joint)`` → GLB bytes: hips (1 m up) → head (+0.5 m) → hair1 (0.1 m behind the
 head) → hair2 → hair3 (each 0.1 m below), a mesh skinned one vertex pair per joint with one morph
 target 'mouth_a' moving vertices 0 and 1 up 1 cm, VRMC_vrm (humanoid hips/head, expressions aa
 and blink bound to it, firstPerson, lookAt) and VRMC_springBone (a spring hair1-hair2-hair3, a
-sphere on the head and a capsule on the hips). ``changes`` update the spring joints' settings.
+sphere on the head and a capsule on the hips, which the spring collides with unless ``collide`` is
+False). ``joint`` updates the spring joints' settings (stiffness, gravityPower, gravityDir, ...).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 NODE_T = [(0, 1, 0), (0, 0.5, 0), (0, 0, -0.1), (0, -0.1, 0), (0, -0.1, 0)]
 NODE_PARENT = [-1, 0, 1, 2, 3]
-HEAD_SPHERE = (1, (0.0, 0.0, 0.0), 0.08)  # node, offset, radius (metres)
+HEAD_SPHERE = (1, (0.0, 0.0, 0.0), 0.05)  # node, offset, radius (metres)
 
 
 def _world() -> np.ndarray:
@@ -26,7 +27,7 @@ def _world() -> np.ndarray:
     return w
 
 
-def vrm1_bytes(**joint) -> bytes:
+def vrm1_bytes(collide: bool = True, **joint) -> bytes:
     world = _world()
     pos = np.repeat(world, 2, axis=0) + np.tile([[0.02, 0, 0], [-0.02, 0, 0]], (5, 1))
     pos = pos.astype(np.float32)
@@ -86,7 +87,7 @@ def vrm1_bytes(**joint) -> bytes:
                                                                 "tail": [0, 0.3, 0]}}}],
                 "colliderGroups": [{"name": "body", "colliders": [0, 1]}],
                 "springs": [{"name": "hair", "joints": [dict(node=2, **settings), dict(node=3, **settings),
-                                                        {"node": 4}], "colliderGroups": [0]}]}},
+                                                        {"node": 4}], "colliderGroups": [0] if collide else []}]}},
     }
     text = json.dumps(root).encode()
     text += b" " * (-len(text) % 4)
