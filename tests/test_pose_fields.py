@@ -85,3 +85,33 @@ def test_set_driven_keeps_the_coupling_declaration():
     s.set_driven(rig, driven)
     _conforms(s.coupling)
     assert s.bone_driven.tolist() == [b["hip"], b["knee"]] and s.ik_disabled.tolist() == [1]
+
+
+def test_pass_two_rewrites_the_links_its_solvers_turn():
+    """An after-physics IK bone whose links are first-pass bones: the second pass turns them, so a
+    frame posed stage by stage (pass 1 writes every matrix, pass 2 only the rows it may change)
+    gives the matrices of a frame posed in one call (every matrix written once, at the end)."""
+    from mmdkit.animation.builder import MotionBuilder
+    from mmdkit.runtime import Character
+
+    mb = ModelBuilder("leg")
+    root = mb.add_bone("センター", (0, 10, 0), translatable=True)
+    hip = mb.add_bone("左足", (0, 10, 0), root)
+    knee = mb.add_bone("左ひざ", (0, 5, -0.1), hip)
+    ankle = mb.add_bone("左足首", (0, 0, 0), knee)
+    ik = mb.add_bone("左足ＩＫ", (0, 0, 0), -1, translatable=True, after_physics=True)
+    mb.add_ik(ik, ankle, [(knee, (-3.14, 0, 0), (-0.0087, 0, 0)), hip])
+    model = mb.build()
+    rig = build_rig(model)
+    assert hip not in rig.bone_pass_after and {hip, knee, ankle} <= set(rig.bone_rewrite_after.tolist())
+    mob = MotionBuilder()
+    mob.add_bone_key("左足ＩＫ", 0, translation=(0, 3, -2))
+    mob.add_bone_key("左足ＩＫ", 30, translation=(1, 4, -3))
+    motion = mob.build()
+    fused, staged = Character(model, motion), Character(model, motion)
+    for f in (0, 7, 15, 30):
+        fused.update(f)
+        staged.update(f, timed=True)
+        assert np.abs(fused.bone_world[knee, :3, 3] - model.bone_position[knee]).max() > 0.1  # the IK turned the leg
+        np.testing.assert_allclose(staged.bone_world, fused.bone_world, atol=1e-6)
+        np.testing.assert_allclose(staged.bone_skin, fused.bone_skin, atol=1e-6)

@@ -81,6 +81,35 @@ def refresh_worlds(bones, parent, position, local_t, local_q, world_p, world_q):
         update_world(bones[i], parent, position, local_t, local_q, world_p, world_q)
 
 
+@njit(inline="always", **_NB)
+def _write_row(b, position, world_p, world_q, bone_world_out, bone_skin_out, skin):
+    """Row b of bone_world_out (and with ``skin`` of bone_skin_out): see ``write_matrices``."""
+    x, y, z, w = world_q[b, 0], world_q[b, 1], world_q[b, 2], world_q[b, 3]
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = qto_matrix3_scalar(x, y, z, w)
+    px, py, pz = world_p[b, 0], world_p[b, 1], world_p[b, 2]
+    rot = (r00, r01, r02, r10, r11, r12, r20, r21, r22)
+    for i in range(3):
+        for j in range(3):
+            bone_world_out[b, i, j] = rot[3 * i + j]
+    bone_world_out[b, 0, 3] = px
+    bone_world_out[b, 1, 3] = py
+    bone_world_out[b, 2, 3] = pz
+    for j in range(3):
+        bone_world_out[b, 3, j] = 0.0
+    bone_world_out[b, 3, 3] = 1.0
+    if skin:
+        bx, by, bz = position[b, 0], position[b, 1], position[b, 2]
+        for i in range(3):
+            for j in range(3):
+                bone_skin_out[b, i, j] = rot[3 * i + j]
+        bone_skin_out[b, 0, 3] = px - (r00 * bx + r01 * by + r02 * bz)
+        bone_skin_out[b, 1, 3] = py - (r10 * bx + r11 * by + r12 * bz)
+        bone_skin_out[b, 2, 3] = pz - (r20 * bx + r21 * by + r22 * bz)
+        for j in range(3):
+            bone_skin_out[b, 3, j] = 0.0
+        bone_skin_out[b, 3, 3] = 1.0
+
+
 @njit(**_NB)
 def write_matrices(position, world_p, world_q, bone_world_out, bone_skin_out):
     """bone_world_out (B,4,4) float32 from world_p (B,3) / world_q (B,4) float64 (model space)
@@ -88,30 +117,15 @@ def write_matrices(position, world_p, world_q, bone_world_out, bone_skin_out):
     (0,4,4) bone_skin_out is left out (the batch keeps no skin matrices)."""
     skin = bone_skin_out.shape[0] != 0
     for b in range(world_p.shape[0]):
-        x, y, z, w = world_q[b, 0], world_q[b, 1], world_q[b, 2], world_q[b, 3]
-        r00, r01, r02, r10, r11, r12, r20, r21, r22 = qto_matrix3_scalar(x, y, z, w)
-        px, py, pz = world_p[b, 0], world_p[b, 1], world_p[b, 2]
-        rot = (r00, r01, r02, r10, r11, r12, r20, r21, r22)
-        for i in range(3):
-            for j in range(3):
-                bone_world_out[b, i, j] = rot[3 * i + j]
-        bone_world_out[b, 0, 3] = px
-        bone_world_out[b, 1, 3] = py
-        bone_world_out[b, 2, 3] = pz
-        for j in range(3):
-            bone_world_out[b, 3, j] = 0.0
-        bone_world_out[b, 3, 3] = 1.0
-        if skin:
-            bx, by, bz = position[b, 0], position[b, 1], position[b, 2]
-            for i in range(3):
-                for j in range(3):
-                    bone_skin_out[b, i, j] = rot[3 * i + j]
-            bone_skin_out[b, 0, 3] = px - (r00 * bx + r01 * by + r02 * bz)
-            bone_skin_out[b, 1, 3] = py - (r10 * bx + r11 * by + r12 * bz)
-            bone_skin_out[b, 2, 3] = pz - (r20 * bx + r21 * by + r22 * bz)
-            for j in range(3):
-                bone_skin_out[b, 3, j] = 0.0
-            bone_skin_out[b, 3, 3] = 1.0
+        _write_row(b, position, world_p, world_q, bone_world_out, bone_skin_out, skin)
+
+
+@njit(**_NB)
+def write_rows(bones, position, world_p, world_q, bone_world_out, bone_skin_out):
+    """``write_matrices`` for the rows ``bones`` (R,) int32 alone (the others keep their matrices)."""
+    skin = bone_skin_out.shape[0] != 0
+    for i in range(bones.shape[0]):
+        _write_row(bones[i], position, world_p, world_q, bone_world_out, bone_skin_out, skin)
 
 
 @njit(**_NB)

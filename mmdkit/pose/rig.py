@@ -105,9 +105,10 @@ MATERIAL_MORPH_CHANNELS = {"diffuse": (0, 4), "specular": (4, 7), "specular_powe
                            "sphere": (20, 24), "toon": (24, 28)}
 """Columns of the packed material values (C = 28): the first 16 also have a base value per material."""
 
-# Sizes: B bones, P1/P2 bones of the first/second pass, K IK solvers, L IK links, P path rows, Q bones
-# below the chains, G lane groups, S their members, J their link rows, N morphs, Ng group-morph rows,
-# Eb/Ev/Eu/Em bone/vertex/UV/material morph rows, M materials. Indices are int32, -1 = none.
+# Sizes: B bones, P1/P2 bones of the first/second pass, W bones the second pass may change, K IK
+# solvers, L IK links, P path rows, Q bones below the chains, G lane groups, S their members, J their
+# link rows, N morphs, Ng group-morph rows, Eb/Ev/Eu/Em bone/vertex/UV/material morph rows, M
+# materials. Indices are int32, -1 = none.
 BoneIn = group("BoneIn", (
     Field("bone_pass_before", ("P1",), "int32", "", "bones before physics, evaluation order"),
     Field("bone_pass_after", ("P2",), "int32", "", "after-physics bones (after_physics_mask), evaluation order"),
@@ -118,6 +119,8 @@ BoneIn = group("BoneIn", (
     Field("bone_append_ratio", ("B",), "float64", "", "share of the source's motion"),
     Field("bone_fixed_axis", ("B", 3), "float64", "parent-local", "unit fixed axis (zeros if none)"),
     Field("bone_ik", ("B",), "int32", "", "solver whose IK bone this is, -1 = none"),
+    Field("bone_rewrite_after", ("W",), "int32", "",
+          "bones whose world the second pass may change (``pass_after_rows``), ascending"),
 ), "The bone section of a Rig: the kernels' ``bone_in`` (# Model).", __name__)
 
 IkIn = group("IkIn", (  # solver k, link j; add new per-solver/per-link arrays here
@@ -350,6 +353,22 @@ def after_physics_mask(order: np.ndarray, parent: np.ndarray, append_parent: np.
     return after
 
 
+def pass_after_rows(pass_after: np.ndarray, bone_ik: np.ndarray, ik: dict) -> np.ndarray:
+    """(W,) int32 ascending: the bones whose world the second pass (``pass_after``) may change — its
+    own bones, and the links, path and bones below the chain of each solver whose IK bone is in it
+    (those may lie in the first pass). Without a simulator, every other bone keeps the world (and
+    matrices) the first pass gave it."""
+    rows = set(pass_after.tolist())
+    for b in pass_after.tolist():
+        k = int(bone_ik[b])
+        if k < 0:
+            continue
+        for start, flat in (("ik_link_start", "ik_link_bone"), ("ik_path_start", "ik_path_bone"),
+                            ("ik_after_start", "ik_after_bone")):
+            rows.update(ik[flat][ik[start][k]:ik[start][k + 1]].tolist())
+    return np.asarray(sorted(rows), np.int32)
+
+
 def build_rig(model) -> Rig:
     """The Rig of ``model`` (see ``Rig``); pure, nothing cached."""
     parent = np.asarray(model.bone_parent, np.int32)
@@ -371,7 +390,7 @@ def build_rig(model) -> Rig:
         bone_pass_before=passes[0], bone_pass_after=passes[1], bone_parent=parent,
         bone_position=np.asarray(model.bone_position, np.float64), bone_flags=flags,
         bone_append_parent=append_parent, bone_append_ratio=np.asarray(model.bone_append_ratio, np.float64),
-        bone_fixed_axis=fixed, bone_ik=bone_ik)
+        bone_fixed_axis=fixed, bone_ik=bone_ik, bone_rewrite_after=pass_after_rows(passes[1], bone_ik, ik))
     return Rig(bone_order=order, bone_in=bone_in, ik_in=IkIn(**ik), morph_in=MorphIn(**_morph_tables(model)),
                num_vertices=model.num_vertices, num_additional_uv=A)
 

@@ -21,7 +21,7 @@ from numba.experimental import structref
 
 from mmdkit.animation.sampling import sample_bones, sample_scalars, sample_steps
 from mmdkit.pose.fields import Field, group
-from mmdkit.pose.bones import read_driven, refresh_worlds, solve_bones, switch_off_ik, write_matrices
+from mmdkit.pose.bones import read_driven, refresh_worlds, solve_bones, switch_off_ik, write_matrices, write_rows
 from mmdkit.pose.morph import (apply_bone_morphs, apply_material_morphs, apply_offset_morphs, apply_uv_morphs,
                                expand_weights, unit_rotations)
 
@@ -135,6 +135,7 @@ def stage_bones_before_physics(
 
 @njit(**_NB)
 def stage_bones_after_physics(
+    all_rows,
     # Model
     bone_in, ik_in, coupling_in,
     # Data in/out
@@ -143,7 +144,9 @@ def stage_bones_after_physics(
     frame_out,
 ):
     """Driven bones back from bone_world, their non-driven descendants refreshed, pass 2
-    (after-physics bones) → bone_world/bone_skin (B,4,4) float32 model space."""
+    (after-physics bones) → bone_world/bone_skin (B,4,4) float32 model space: every row with
+    ``all_rows`` (pass 1 wrote none), else only the rows this stage may change (driven, refreshed,
+    ``bone_rewrite_after``): the others keep what pass 1 wrote from the same world."""
     parent, position = bone_in.bone_parent, bone_in.bone_position
     st = bone_state_inout
     world_p, world_q = st.bone_world_p, st.bone_world_q
@@ -151,7 +154,13 @@ def stage_bones_after_physics(
     read_driven(coupling_in.bone_driven, bone_world, world_p, world_q)
     refresh_worlds(coupling_in.bone_refresh, parent, position, st.bone_local_t, st.bone_local_q, world_p, world_q)
     solve_bones(bone_in.bone_pass_after, bone_in, ik_in, frame_out.ik_enabled, bone_state_inout)
-    write_matrices(position, world_p, world_q, bone_world, frame_out.bone_skin)
+    bone_skin = frame_out.bone_skin
+    if all_rows:
+        write_matrices(position, world_p, world_q, bone_world, bone_skin)
+    else:
+        write_rows(bone_in.bone_rewrite_after, position, world_p, world_q, bone_world, bone_skin)
+        write_rows(coupling_in.bone_driven, position, world_p, world_q, bone_world, bone_skin)
+        write_rows(coupling_in.bone_refresh, position, world_p, world_q, bone_world, bone_skin)
 
 
 FRAME_ARGS = ("motion_keys", "bone_in", "ik_in", "morph_in", "coupling", "bone_state", "morph_state", "morph_out",
@@ -171,7 +180,9 @@ def _run(first, last, frame, geometry, a):
     if first <= BONES_BEFORE_PHYSICS <= last:
         stage_bones_before_physics(last < BONES_AFTER_PHYSICS, a.bone_in, a.ik_in, a.bone_state, a.frame_out)
     if first <= BONES_AFTER_PHYSICS <= last:
-        stage_bones_after_physics(a.bone_in, a.ik_in, a.coupling, a.bone_state, a.frame_out)
+        # a call starting after BONES_BEFORE_PHYSICS follows one that ended with it (every matrix written)
+        stage_bones_after_physics(first <= BONES_BEFORE_PHYSICS, a.bone_in, a.ik_in, a.coupling, a.bone_state,
+                                  a.frame_out)
 
 
 @njit(**_NB)
