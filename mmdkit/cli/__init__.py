@@ -29,7 +29,7 @@ GC_THRESHOLD = 200_000
 
 #: subcommands that run numba kernels (``main`` imports numba for them without its BLAS probe;
 #: ``view`` does it itself, once its page is served)
-NUMBA_COMMANDS = frozenset({"pose", "bench", "render", "export", "batch"})
+NUMBA_COMMANDS = frozenset({"pose", "bench", "render", "export", "batch", "retarget"})
 
 # name -> (module, one-line help shown by `mmdkit --help`)
 SUBCOMMANDS = {
@@ -40,6 +40,7 @@ SUBCOMMANDS = {
     "render": ("mmdkit.cli.render", "Render a model dancing to a motion into a video, a PNG or PNG frames."),
     "export": ("mmdkit.cli.export", "Bake a motion (IK, physics) into glTF/GLB, BVH, a baked VMD or dataset arrays."),
     "view": ("mmdkit.cli.view", "Play a model and motion in the browser: timeline, physics, camera, bones, rigid bodies."),
+    "retarget": ("mmdkit.cli.retarget", "Retarget a dance onto another humanoid (MMD, VRM, glTF, BVH): keys, leg IK, planted feet."),
     "batch": ("mmdkit.cli.batch", "Run many model × motion jobs (manifest or globs) to npz/glb/bvh/vmd/mp4, resumable."),
 }
 

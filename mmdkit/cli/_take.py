@@ -33,7 +33,8 @@ OPTION_NAMES = {"size": "--size", "msaa": "--msaa", "palette_size": "--palette",
 
 
 def make_take(model_path, motion_path, *, clip=None, vpd_specs=(), camera_path=None, frames=None, fps=30.0,
-              physics=True, crowd=1, outputs=(), options=None, rest_pose=True, bare_count=False) -> Take:
+              physics=True, crowd=1, outputs=(), options=None, rest_pose=True, bare_count=False,
+              source=None) -> Take:
     """The Take the options describe; every output gets the options (``options``: name → value)
     that its kind takes. An option no output takes is refused (OptionError naming it)."""
     options = {k: v for k, v in (options or {}).items() if v is not None}
@@ -47,7 +48,7 @@ def make_take(model_path, motion_path, *, clip=None, vpd_specs=(), camera_path=N
             raise OptionError(OPTION_NAMES.get(k, k), f"does not apply to {kinds} output")
     return Take(model_path, motion_path, clip=clip, vpd=tuple(vpd_specs), camera=camera_path, frames=frames,
                 fps=fps, physics=physics, crowd=crowd, outputs=tuple(outs), rest_pose=rest_pose,
-                bare_count=bare_count, names=CLI_NAMES).validate()
+                bare_count=bare_count, source=source, names=CLI_NAMES).validate()
 
 
 def _kind(path) -> str:
@@ -62,7 +63,8 @@ def _takes(path) -> tuple:
 def check_outputs(take: Take, *, extra_inputs=()) -> list:
     """Each output path checked (not an input, its folder exists and is writable; pictures may be a
     folder) and its sink made (its options checked): all before anything is loaded."""
-    inputs = [take.model, take.motion, take.camera, *(s.rpartition("@")[0] for s in take.vpd), *extra_inputs]
+    inputs = [take.model, take.motion, take.camera, take.source, *(s.rpartition("@")[0] for s in take.vpd),
+              *extra_inputs]
     inputs = [str(p) for p in inputs if isinstance(p, str) and p]
     for out in take.outputs:
         check_output(out.path, inputs, folder_ok=not is_export(out.path))
@@ -99,6 +101,10 @@ def echo(line: str, quiet: bool) -> None:
         click.echo(line)
 
 
+SOURCE_HELP = ("The model MOTION was made for: when MOTION's bone names mostly miss MODEL (a VMD on a VRM), "
+               "it is retargeted onto MODEL from this model (docs/retarget.md).")
+
+
 def take_options(f):
     """The options every command making a Take with outputs has (render, export)."""
     from mmdkit.cli._common import CLIP_HELP, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP, VPD_OPTION_HELP
@@ -119,6 +125,7 @@ def take_options(f):
                           "centred; 1.3 × the model's width (or depth, the larger) + 2 units apart; each dances 7 "
                           "frames behind the one before it, with its own physics. Exports write the first."),
         click.option("--vpd", "vpd_specs", multiple=True, metavar="FILE.vpd@FRAME[:WEIGHT]", help=VPD_OPTION_HELP),
+        click.option("--source", "source_path", default=None, metavar="SOURCE_MODEL", help=SOURCE_HELP),
         click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP),
         click.option("-v", "--verbose", is_flag=True, help=VERBOSE_HELP),
     ]
@@ -222,7 +229,8 @@ def execute(command: str, p: dict, *, demo: bool = False) -> None:
     options = _output_values(p, demo and pictures)
     take = make_take(model_path, motion_path, clip=p["clip"], vpd_specs=p["vpd_specs"], camera_path=p["camera_path"],
                      frames=frames, fps=p["fps"], physics=p["physics"], crowd=p["crowd"], outputs=p["outputs"],
-                     options=options, rest_pose=command == "export")  # render: a motion or a clip to play
+                     options=options, rest_pose=command == "export",  # render: a motion or a clip to play
+                     source=p.get("source_path"))
     sinks = check_outputs(take, extra_inputs=[p["audio"]] if p["audio"] else ())
     with compile_note(quiet), compile_clock() as compiling:
         loaded = load(take, quiet=quiet, report=not demo,

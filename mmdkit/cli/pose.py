@@ -14,7 +14,7 @@ import numpy as np
 
 from mmdkit.cli._common import (CLIP_HELP, FRAMES_DEFAULT, FRAMES_HELP, PHYSICS_HELP, QUIET_HELP, VERBOSE_HELP,
                                 VPD_OPTION_HELP, compile_note, save_npz_atomic, show_progress)
-from mmdkit.cli._take import load, make_take
+from mmdkit.cli._take import SOURCE_HELP, load, make_take
 from mmdkit.cli._memory import check_frames_memory, out_of_memory_blames
 from mmdkit.cli._output import check_output, writing
 from mmdkit.errors import OptionError
@@ -40,9 +40,11 @@ def _check_memory(spec: str, num_frames: int, model, vertices: bool) -> None:
               help="Deflate the arrays in the .npz (np.savez_compressed, about a quarter smaller with "
                    "--vertices); --no-compress writes faster.")
 @click.option("--vpd", "vpd_specs", multiple=True, metavar="FILE.vpd@FRAME[:WEIGHT]", help=VPD_OPTION_HELP)
+@click.option("--source", "source_path", default=None, metavar="SOURCE_MODEL", help=SOURCE_HELP)
 @click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
 @click.option("-v", "--verbose", is_flag=True, help=VERBOSE_HELP)
-def command(model_path, motion_path, clip, frames, output, physics, vertices, compress, vpd_specs, quiet, verbose):
+def command(model_path, motion_path, clip, frames, output, physics, vertices, compress, vpd_specs, source_path, quiet,
+            verbose):
     """Pose MODEL with MOTION (or a clip of its own) at each frame and write arrays to an .npz.
 
     \b
@@ -55,7 +57,7 @@ def command(model_path, motion_path, clip, frames, output, physics, vertices, co
     from mmdkit.runtime.arrays import PoseArrays
 
     take = make_take(model_path, motion_path, clip=clip, vpd_specs=vpd_specs, frames=frames, physics=physics,
-                     rest_pose=False)
+                     rest_pose=False, source=source_path)
     check_output(output, (model_path, motion_path, *(spec.rpartition("@")[0] for spec in vpd_specs)))
     if not output.lower().endswith(".npz"):
         raise OptionError("-o", f"{output}: pose writes NumPy arrays; name the output ….npz "

@@ -11,8 +11,10 @@ errors: Python's keyword names (the default), the CLI's (``MODEL``, ``--clip``, 
 batch manifest's keys — the same mistake gives the same detail everywhere.
 Out: ``Take.validate()`` → the Take, or the first ``OptionError`` (nothing read but file metadata);
 ``Take.load(warn)`` → a ``LoadedTake``: the Model, one Motion (a VPD pose, a clip and the VPD
-poses all resolved into it; None only for the rest pose), the camera Motion, frames (F,) float64
-motion frames, the Rig every character of the take shares, and a label naming the motion's source.
+poses all resolved into it; a motion whose bone tracks mostly miss the model retargeted from the
+``source`` model (``retarget.motion``), with one warning; None only for the rest pose), the camera
+Motion, frames (F,) float64 motion frames, the Rig every character of the take shares, and a label
+naming the motion's source.
 The frame loop over a LoadedTake is ``mmdkit.runtime.driver.run``.
 """
 
@@ -34,6 +36,7 @@ from mmdkit.animation.vpd import motion_from_pose
 from mmdkit.errors import OptionError
 from mmdkit.model.model import Model
 from mmdkit.pose.rig import build_rig
+from mmdkit.retarget.motion import retarget
 from mmdkit.runtime import loading
 from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET
 from mmdkit.runtime.simulation import DEFAULT_SETTLE_SECONDS, PHYSICS_MODES
@@ -42,11 +45,11 @@ MAX_CROWD = 100
 """Most characters in one crowd: each has its own pose state and physics world."""
 MAX_FPS = 1000.0
 """Highest output frame rate."""
-CLI_NAMES = dict(loading.CLI_NAMES, frames="--frames", fps="--fps", physics="--physics",
+CLI_NAMES = dict(loading.CLI_NAMES, source="--source", frames="--frames", fps="--fps", physics="--physics",
                  physics_mode="--physics-mode", settle_seconds="--settle", crowd="--crowd",
                  crowd_frame_offset="--crowd-offset", output="-o")
 """How the command line names each field of a Take."""
-MANIFEST_NAMES = dict(loading.MANIFEST_NAMES, frames="frames", fps="fps", physics="physics",
+MANIFEST_NAMES = dict(loading.MANIFEST_NAMES, source="source", frames="frames", fps="fps", physics="physics",
                       physics_mode="physics_mode", settle_seconds="settle_seconds", crowd="crowd",
                       crowd_frame_offset="crowd_frame_offset", output="outputs")
 """How a batch manifest names each field (its keys)."""
@@ -80,6 +83,7 @@ class Take:
     crowd: int = 1
     crowd_frame_offset: float = CROWD_FRAME_OFFSET
     outputs: tuple = ()
+    source: str | os.PathLike | Model | None = None
     rest_pose: bool = True
     bare_count: bool = False
     names: Mapping = field(default_factory=lambda: PYTHON_NAMES)
@@ -98,6 +102,7 @@ class Take:
         _check_input(self.motion, (str, os.PathLike, Motion, Pose, type(None)), n["motion"], loading.MOTION_KINDS,
                      files)
         _check_input(self.camera, (str, os.PathLike, Motion, type(None)), n["camera"], "camera motion (.vmd)", files)
+        _check_input(self.source, (str, os.PathLike, Model, type(None)), n["source"], loading.MODEL_KINDS, files)
         if self.motion is not None and self.clip is not None:
             raise OptionError(n["clip"], f"picks a clip of {n['model']} when {n['motion']} is left out; got both "
                                          f"{_shown(self.motion)} and {n['clip']} {self.clip}")
@@ -139,6 +144,8 @@ class Take:
             model_path = os.fspath(self.model)
             model = loading.load_as(model_path, Model, loading.MODEL_KINDS, n["model"], warn=warn, shown=shown)
         motion, label = self._motion(model, model_path, warn, shown)
+        if self.source is not None and isinstance(motion, Motion):
+            motion = self._retargeted(model, model_path, motion, label, warn, shown)
         pose_only = isinstance(motion, Pose)
         if pose_only:
             motion = motion_from_pose(motion)
@@ -160,6 +167,22 @@ class Take:
         motion_path = os.fspath(self.motion) if self.motion is not None else None
         return loading.load_motion_for(model, model_path, motion_path, self.clip, names=self.names, warn=warn,
                                        shown=shown, rest_pose=self.rest_pose, frames=spec)
+
+    def _retargeted(self, model, model_path: str, motion, label: str, warn, shown: int):
+        """``motion`` retargeted from the ``source`` model onto ``model`` when most of its bone tracks
+        do not bind to ``model`` (a VMD on a VRM), saying so in one line; else ``motion`` itself."""
+        report = bind_motion(model, motion).report()
+        if not report.bone_tracks or report.bound_bones >= 0.5 * report.bone_tracks:
+            return motion
+        source = self.source
+        shown_as = getattr(source, "source_path", "") or "the source model"
+        if not isinstance(source, Model):
+            shown_as = os.fspath(source)
+            source = loading.load_as(shown_as, Model, loading.MODEL_KINDS, self.names["source"], warn=warn, shown=shown)
+        out = retarget(source, motion, model, source_name=shown_as, target_name=model_path)
+        warn(f"{label}: {report.bound_bones}/{report.bone_tracks} bone tracks bind to {model_path}; "
+             f"retargeted from {self.names['source']} {shown_as}")
+        return out
 
     def frames_for(self, last: float, default: str) -> np.ndarray:
         """(F,) float64 motion frames of this take for a motion whose last key is ``last``: the

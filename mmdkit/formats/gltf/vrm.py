@@ -3,7 +3,7 @@
 In: the file's parsed JSON root (a dict) and its node count. Out: ``vrm_humanoid(root, n_nodes)`` →
 (version, {humanoid bone name as the file spells it: node index}) — version '0.x', '1.0' or ''
 (no extension). VRM 0.x gives ``humanoid.humanBones`` as a list of {bone, node}; 1.0 as a dict
-{bone: {node}}. Entries with a node outside the file or a non-string name are skipped with a
+{bone: {node}}; a VRM Animation's (.vrma) ``VRMC_vrm_animation`` humanoid reads as 1.0's. Entries with a node outside the file or a non-string name are skipped with a
 warning (the humanoid is a hint for retargeting, not needed to draw the model). Names are kept as
 written (0.x thumbs Proximal/Intermediate/Distal; ``mmdkit.retarget`` maps them to 1.0's).
 """
@@ -29,6 +29,8 @@ def vrm_humanoid(root: dict, n_nodes: int, warnings: list | None = None) -> tupl
         version, humanoid = "1.0", ext["VRMC_vrm"].get("humanoid")
     elif isinstance(ext.get("VRM"), dict):
         version, humanoid = "0.x", ext["VRM"].get("humanoid")
+    elif isinstance(ext.get("VRMC_vrm_animation"), dict):  # a VRM Animation (.vrma): 1.0's layout
+        version, humanoid = "1.0", ext["VRMC_vrm_animation"].get("humanoid")
     else:
         return "", {}
     out: dict[str, int] = {}
