@@ -46,9 +46,10 @@ def texture_names(scene) -> list[str]:
     return names
 
 
-def add_materials(mb: ModelBuilder, scene) -> dict[str, bytes]:
+def add_materials(mb: ModelBuilder, scene, toons: dict[int, str] | None = None) -> dict[str, bytes]:
     """Scene materials → MMD materials (same order, then a white default when a primitive has
-    none); returns {texture name: encoded image bytes} for the images materials use."""
+    none; ``toons``: {material: toon texture name} where one has its own ramp); returns {texture
+    name: encoded image bytes} for the images materials use."""
     names = texture_names(scene)
     used: dict[str, bytes] = {}
     for k, m in enumerate(scene.materials):
@@ -59,7 +60,7 @@ def add_materials(mb: ModelBuilder, scene) -> dict[str, bytes]:
             tex = names[m.base_color_image]
             used[tex] = scene.images[m.base_color_image].data
         mb.add_material(m.name or f"material{k}", diffuse=(*rgb, alpha), ambient=rgb * 0.5, specular=(0, 0, 0),
-                        double_sided=bool(m.double_sided), edge=False, texture=tex,
+                        double_sided=bool(m.double_sided), edge=False, texture=tex, toon=(toons or {}).get(k),
                         memo=f"glTF alphaMode {m.alpha_mode}")
     if any(p.material < 0 for mesh in scene.meshes for p in mesh.primitives):
         mb.add_material("default", diffuse=(1, 1, 1, 1), ambient=(0.5, 0.5, 0.5), specular=(0, 0, 0), edge=False)

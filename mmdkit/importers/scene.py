@@ -16,7 +16,7 @@ import numpy as np
 from mmdkit.importers.clips import Clips
 from mmdkit.importers.mesh import add_materials, add_meshes, texture_names
 from mmdkit.importers.skeleton import Skeleton, build_skeleton, vrm_humanoid
-from mmdkit.importers.vrm import add_expressions, vrm_extras
+from mmdkit.importers.vrm import add_expressions, mtoon_toons, vrm_extras
 from mmdkit.model.build import build_model
 from mmdkit.model.builder import ModelBuilder
 from mmdkit.model.model import Model
@@ -44,7 +44,9 @@ def import_scene(scene, *, unit_scale: float = MMD_UNITS_PER_METRE, flip_z: bool
     sk = build_skeleton(scene)
     mb = ModelBuilder(name or (scene.path.rsplit("/", 1)[-1].rsplit(".", 1)[0] if scene.path else ""))
     _add_bones(mb, sk, space)
-    textures = add_materials(mb, scene)
+    toons, ramps = mtoon_toons(scene)  # VRM MToon materials: their own toon ramp images
+    textures = add_materials(mb, scene, toons)
+    textures.update(ramps)
     morph_names: list[str] = []
     losses = add_meshes(mb, scene, sk, space, warnings, morph_names)
     expressions = add_expressions(mb, scene, morph_names)

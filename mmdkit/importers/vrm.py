@@ -12,11 +12,20 @@ file's name is the morph's English name); ``vrm_extras`` returns the ``source_ex
   vrm_springs      ``SpringBones`` (MMD space and units) for ``mmdkit.physics.springs``, or absent
   vrm_first_person, vrm_look_at   the file's JSON objects (node indices as written), kept
   vrm_mtoon        per material a dict (shade_color display RGB, shading_shift, shading_toony,
-                   shade_texture name or None) or None: ``mmdkit.render`` draws MToon from it
+                   shade_texture name or None, toon: its ramp's name) or None
+
+MToon is drawn through the MMD material's toon ramp (``mtoon_toons``): the renderer multiplies the
+lit colour (diffuse × texture) by toon(N·L); an MToon material gets its own ramp image whose lit end
+is 1 and whose shaded end is shade colour / base colour, stepping where MToon's shading does —
+1.0: linearstep(−1 + toony, 1 − toony, N·L + shift); 0.x: linearstep(shift, lerp(1, shift, toony), N·L).
+So the shaded side takes the shade colour (exact where the shade texture is the base texture, as
+in the rigs' files; a different shade texture is approximated by the base one). Rim light,
+outlines, emission and UV animation are not drawn.
 """
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 import numpy as np
@@ -158,6 +167,43 @@ def spring_bones(scene, sk: Skeleton, space: Space, warnings: list[str]) -> Spri
     return out
 
 
+MTOON_RAMP_ROWS = 64
+"""Rows of an MToon toon ramp image (top row: N·L = 1, bottom: −1, as MMD toon files are read)."""
+
+
+def mtoon_ramp(mtoon, base_display: np.ndarray, version: str) -> np.ndarray:
+    """(MTOON_RAMP_ROWS, 3) float64 ramp, top row lit: mix(shade / base, 1, MToon's shading) per row
+    (see module); ``base_display``: the material's base colour as drawn (sRGB, 0..1)."""
+    n_l = np.linspace(1.0, -1.0, MTOON_RAMP_ROWS)
+    shift, toony = float(mtoon.shading_shift), float(np.clip(mtoon.shading_toony, 0.0, 1.0))
+    if version == "0.x":  # UniVRM's MToon 0.x: from _ShadeShift to lerp(1, _ShadeShift, _ShadeToony)
+        lo, hi = shift, 1.0 + (shift - 1.0) * toony
+        lit = np.clip((n_l - lo) / max(hi - lo, 1e-4), 0.0, 1.0)
+    else:
+        lo, hi = -1.0 + toony, 1.0 - toony
+        lit = np.clip((n_l + shift - lo) / max(hi - lo, 1e-4), 0.0, 1.0)
+    shade = np.clip(srgb(mtoon.shade_color) / np.maximum(np.asarray(base_display, np.float64), 1e-3), 0.0, 1.0)
+    return shade[None, :] + (1.0 - shade[None, :]) * lit[:, None]
+
+
+def mtoon_toons(scene) -> tuple[dict[int, str], dict[str, bytes]]:
+    """({material: toon ramp name}, {name: PNG bytes}) for the scene's MToon materials (see module)."""
+    from PIL import Image
+
+    vrm = getattr(scene, "vrm", None)
+    toons, images = {}, {}
+    for k, m in enumerate(vrm.mtoon if vrm is not None else ()):
+        if m is None or k >= len(scene.materials):
+            continue
+        ramp = mtoon_ramp(m, srgb(scene.materials[k].base_color[:3]), vrm.version)
+        rgb = np.repeat(np.round(ramp * 255).astype(np.uint8)[:, None, :], 4, axis=1)  # (rows, 4, 3)
+        buf = io.BytesIO()
+        Image.fromarray(rgb, "RGB").save(buf, "PNG")
+        name = f"mtoon_ramp_{k}.png"
+        toons[k], images[name] = name, buf.getvalue()
+    return toons, images
+
+
 def _json_safe(d):
     return d if isinstance(d, dict) else {}
 
@@ -179,7 +225,8 @@ def vrm_extras(scene, sk: Skeleton, space: Space, texture_names: list[str], warn
         shade = srgb(m.shade_color)
         mtoon.append({"shade_color": tuple(float(c) for c in shade), "shading_shift": float(m.shading_shift),
                       "shading_toony": float(m.shading_toony),
-                      "shade_texture": texture_names[m.shade_image] if m.shade_image >= 0 else None})
+                      "shade_texture": texture_names[m.shade_image] if m.shade_image >= 0 else None,
+                      "toon": f"mtoon_ramp_{len(mtoon)}.png"})
     if any(m is not None for m in mtoon):
         out["vrm_mtoon"] = tuple(mtoon)
     return out

@@ -180,6 +180,15 @@ def spring_reset(bone_world, j_bone, j_anc, j_axis, j_length, j_chain, chain_cen
         tail_prev[j] = tail_cur[j]
 
 
+@njit(cache=True, nogil=True)
+def write_joints(joint_bone, joint_world, bone_world):
+    """joint_world (J,4,4) float64 into the joints' rows of bone_world (B,4,4) float32."""
+    for j in range(len(joint_bone)):
+        for i in range(4):
+            for k in range(4):
+                bone_world[joint_bone[j], i, k] = joint_world[j, i, k]
+
+
 def nearest_joint_above(bone_parent: np.ndarray, joint_bone: np.ndarray) -> np.ndarray:
     """(J,) int32: per joint the joint (row) whose bone is its bone's nearest ancestor among the
     joints' bones, -1 none. Joints are in bone order, so it is always an earlier row."""
@@ -218,6 +227,7 @@ class SpringWorld:
         self._acc = 0.0
         self._initialized = False
         self.blowup_resets = 0
+        self._step_args = self._args()
 
     def _args(self):
         sp = self.springs
@@ -235,7 +245,7 @@ class SpringWorld:
                      sp.chain_center, self.tail_cur, self.tail_prev, self.joint_world)
         self._acc = 0.0
         if warmup_steps:
-            spring_steps(int(warmup_steps), self.fixed_step, True, bone_world, *self._args())
+            spring_steps(int(warmup_steps), self.fixed_step, True, bone_world, *self._step_args)
         self._initialized = True
 
     def step(self, dt: float, bone_world: np.ndarray) -> int:
@@ -246,13 +256,13 @@ class SpringWorld:
         self._acc += max(0.0, float(dt))
         n = int(self._acc / self.fixed_step + 1e-9)
         self._acc -= n * self.fixed_step
-        spring_steps(min(n, self.max_substeps), self.fixed_step, True, bone_world, *self._args())
+        spring_steps(min(n, self.max_substeps), self.fixed_step, True, bone_world, *self._step_args)
         self.pull_bones(bone_world)
         return 0
 
     def pull_bones(self, bone_world: np.ndarray) -> None:
         """The joints' worlds into their rows of bone_world (B,4,4) float32."""
-        bone_world[self.springs.joint_bone] = self.joint_world.astype(np.float32)
+        write_joints(self.springs.joint_bone, self.joint_world, bone_world)
 
     def set_bone_physics(self, bone_mask: np.ndarray) -> None:
         """VMD per-key physics flags: spring joints have no rigid bodies to switch (no-op)."""
