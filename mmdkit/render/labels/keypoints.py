@@ -21,7 +21,8 @@ Rules (docs/dataset.md):
   the derived points, which are vertices);
 - parts (``keypoint_parts`` (J,2) int32): the body parts that meet at the keypoint, its own surface:
   the part of its bone and that of the nearest bone above it with another part (an elbow: lower
-  and upper arm; a hip: upper leg and torso).
+  and upper arm; a hip: upper leg and torso); none for the face's points (nose, eyes, ears), which
+  lie on or just under the surface: the depth test alone decides them.
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ def _meeting_parts(model, bone, hmap) -> np.ndarray:
     parent = np.asarray(model.bone_parent, np.int64)
     out = np.zeros((len(bone), 2), np.int32)
     for j, b in enumerate(bone):
-        if b < 0:
+        if b < 0 or KEYPOINT_NAMES[j] in COCO_NAMES[:5]:
             continue
         out[j] = part[b]
         k, steps = int(parent[b]), 0
