@@ -107,16 +107,14 @@ def _constrain(head, p, length):
 
 
 @njit(cache=True, nogil=True)
-def _collide(p, head, length, hit, chain, chain_start, chain_collider, c_bone, c_capsule, c_offset, c_tail,
-             c_radius, bone_world):
+def _collide(p, head, length, hit, chain, chain_start, chain_collider, c_capsule, c_radius, col_a, col_b):
+    """p pushed out of each collider of ``chain`` (world ends col_a/col_b (K,3)), length kept."""
     for e in range(chain_start[chain], chain_start[chain + 1]):
         k = chain_collider[e]
-        w = _mat(bone_world, c_bone[k])
-        a = _point(w, c_offset[k])
+        a = col_a[k]
         centre = a
         if c_capsule[k]:
-            b = _point(w, c_tail[k])
-            ab = b - a
+            ab = col_b[k] - a
             den = np.dot(ab, ab)
             t = 0.0 if den < 1e-12 else min(1.0, max(0.0, np.dot(p - a, ab) / den))
             centre = a + t * ab
@@ -129,38 +127,59 @@ def _collide(p, head, length, hit, chain, chain_start, chain_collider, c_bone, c
 
 
 @njit(cache=True, nogil=True)
+def _held_pose(bone_world, j_bone, j_anc, j_chain, chain_center, c_bone, c_offset, c_tail):
+    """What the held pose gives every step: (J,4,4) each joint's pose relative to the nearest joint
+    above (its pose without one), (J,4,4) its chain's center matrix and inverse, (K,3) × 2 the
+    colliders' ends in model space."""
+    J, K = len(j_bone), len(c_bone)
+    rel, cm, ci = np.empty((J, 4, 4)), np.empty((J, 4, 4)), np.empty((J, 4, 4))
+    for j in range(J):
+        pose = _mat(bone_world, j_bone[j])
+        a = j_anc[j]
+        rel[j] = _mm(_rigid_inverse(_mat(bone_world, j_bone[a])), pose) if a >= 0 else pose
+        cm[j] = _mat(bone_world, chain_center[j_chain[j]])
+        ci[j] = _rigid_inverse(cm[j])
+    col_a, col_b = np.empty((K, 3)), np.empty((K, 3))
+    for k in range(K):
+        w = _mat(bone_world, c_bone[k])
+        col_a[k] = _point(w, c_offset[k])
+        col_b[k] = _point(w, c_tail[k])
+    return rel, cm, ci, col_a, col_b
+
+
+@njit(cache=True, nogil=True)
 def spring_steps(n_steps, dt, simulate, bone_world, j_bone, j_anc, j_axis, j_length, j_chain, j_stiff, j_drag,
                  j_gpow, j_gdir, j_hit, chain_center, chain_start, chain_collider, c_bone, c_capsule, c_offset,
                  c_tail, c_radius, tail_cur, tail_prev, joint_world):
     """``n_steps`` spring steps of ``dt`` s with the pose held (``simulate`` False: one pass that
     only re-aims the joints at their current tails). bone_world (B,4,4) float32 posed (read);
     tail_cur/tail_prev (J,3) float64 center space (in/out); joint_world (J,4,4) float64 out."""
+    rel, cm, ci, col_a, col_b = _held_pose(bone_world, j_bone, j_anc, j_chain, chain_center, c_bone, c_offset,
+                                           c_tail)
     for s in range(max(n_steps, 1)):
         for j in range(len(j_bone)):
-            pose = _mat(bone_world, j_bone[j])
             a = j_anc[j]
-            h = _mm(joint_world[a], _mm(_rigid_inverse(_mat(bone_world, j_bone[a])), pose)) if a >= 0 else pose
+            h = _mm(joint_world[a], rel[j]) if a >= 0 else rel[j]
             head = h[:3, 3].copy()
             r = h[:3, :3].copy()
-            c = _mat(bone_world, chain_center[j_chain[j]])
-            cur = _point(c, tail_cur[j])
+            cur = _point(cm[j], tail_cur[j])
             if simulate and s < n_steps:
-                prev = _point(c, tail_prev[j])
+                prev = _point(cm[j], tail_prev[j])
                 nxt = cur + (cur - prev) * (1.0 - j_drag[j]) + dt * j_stiff[j] * _mv(r, j_axis[j]) \
                     + dt * j_gpow[j] * j_gdir[j]
                 nxt = _constrain(head, nxt, j_length[j])
-                nxt = _collide(nxt, head, j_length[j], j_hit[j], j_chain[j], chain_start, chain_collider, c_bone,
-                               c_capsule, c_offset, c_tail, c_radius, bone_world)
+                nxt = _collide(nxt, head, j_length[j], j_hit[j], j_chain[j], chain_start, chain_collider, c_capsule,
+                               c_radius, col_a, col_b)
                 tail_prev[j] = tail_cur[j]
-                ci = _rigid_inverse(c)
-                tail_cur[j] = _point(ci, nxt)
+                tail_cur[j] = _point(ci[j], nxt)
             else:
                 nxt = _constrain(head, cur, j_length[j])
             to = _mv(r.T, nxt - head)
             n = np.sqrt(np.dot(to, to))
             if n > 1e-12:
                 r = _mm(r, _from_to(j_axis[j], to / n))
-            joint_world[j] = np.eye(4)
+            joint_world[j, 3] = 0.0
+            joint_world[j, 3, 3] = 1.0
             joint_world[j, :3, :3] = r
             joint_world[j, :3, 3] = head
 
