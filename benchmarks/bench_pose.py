@@ -1,6 +1,7 @@
-"""Posing benchmark: Gene + wavefile_v2, steady-state frame-by-frame and batch (no physics).
+"""Posing benchmark: Gene (or --model, or --heavy: Gene with 17 IK chains and 46 append bones added by
+``rigs.heavy_rig``) + wavefile_v2, steady-state frame-by-frame and batch (no physics).
 
-Run: taskset -c 1 python3 benchmarks/bench_pose.py [--frames 2000] [--threads N]
+Run: taskset -c 1 python3 benchmarks/bench_pose.py [--frames 2000] [--threads N] [--model PATH | --heavy]
 Prints the median ms/frame of Character.update (one core: numba kernels, nothing allocated)
 and the frames/s of the batch API `mmdkit.runtime.pose` (fused kernel, frames split over cores),
 with its CPU time per frame (what the frames/s would be on idle cores when the box is shared).
@@ -25,12 +26,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--frames", type=int, default=2000)
     ap.add_argument("--threads", type=int, default=0, help="numba threads for the batch (0 = all cores)")
+    ap.add_argument("--model", default=str(ASSETS / "gene" / "Gene.pmx"))
+    ap.add_argument("--heavy", action="store_true", help="the model with rigs.heavy_rig's chains and appends added")
     a = ap.parse_args()
     if a.threads:
         import numba
 
         numba.set_num_threads(a.threads)
-    model = mmdkit.load(ASSETS / "gene" / "Gene.pmx")
+    model = mmdkit.load(a.model)
+    if a.heavy:
+        from rigs import heavy_rig
+
+        model = heavy_rig(model)
     motion = mmdkit.load(ASSETS / "wavefile" / "wavefile_v2.vmd")
     ch = Character(model, motion)
     for f in range(5):
@@ -41,7 +48,8 @@ def main():
         ch.update(5 + i % 2800)
         t[i] = time.perf_counter() - t0
     print(f"frame-by-frame: median {np.median(t) * 1e3:.4f} ms/frame, mean {t.mean() * 1e3:.4f} "
-          f"({model.num_bones} bones, {len(model.ik_bone)} IK, {model.num_morphs} morphs)")
+          f"({model.num_bones} bones, {len(model.ik_bone)} IK, {int((model.bone_append_parent >= 0).sum())} append, "
+          f"{model.num_morphs} morphs)")
     frames = np.arange(0, 2800, 0.5)
     pose(model, motion, frames[:64])
     best, cpu = 0.0, np.inf

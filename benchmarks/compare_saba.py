@@ -6,7 +6,10 @@ and mmdkit/saba ratios on stdout, optionally every run's JSON (``--json FILE``).
 Each round runs, for every pair, saba_bench and ``mmdkit bench`` one after the other (the order flips
 every round), each pinned to one core (``taskset -c CORE`` when taskset exists; numba and saba on one
 thread). A stage's figure is the median over rounds of each run's per-frame median.
-Run: python3 benchmarks/compare_saba.py [--rounds 3] [--frames 1000] [--pairs gene mokou gene_sdef mei]
+With ``--baseline DIR`` each round also runs ``mmdkit bench`` from another checkout (DIR on PYTHONPATH,
+e.g. the code before a change) as a third engine, "old", so old and new are measured side by side.
+Run: python3 benchmarks/compare_saba.py [--rounds 3] [--frames 1000] [--pairs gene mokou gene_sdef mei heavy]
+     [--baseline /tmp/base]
 """
 
 from __future__ import annotations
@@ -28,13 +31,19 @@ BUILD_HINT = ("build it with ../shared/bench/saba/build.sh SABA_GIT_OR_SOURCE_DI
               "(saba: github.com/benikabocha/saba), then pass --saba /tmp/saba-bench-build/saba_bench "
               "or set SABA_BENCH")
 WAVEFILE = "wavefile/wavefile_v2.vmd"
-#: name → (model, motion, physics); "gene_sdef" is made from Gene.pmx (see ``sdef_model``)
+#: name → (model, motion, physics); "gene_sdef" is made from Gene.pmx (see ``sdef_model``), "heavy" /
+#: "heavy_mokou" from Gene.pmx / mokou_A.pmd with 17 IK chains and 46 append bones added (``rigs.heavy_rig``)
 PAIRS = {
     "gene": ("gene/Gene.pmx", WAVEFILE, True),
     "mokou": ("mokou/mokou_A.pmd", WAVEFILE, False),
     "gene_sdef": ("gene_sdef", WAVEFILE, False),
     "mei": ("mei/Model/mei/mei.pmd", WAVEFILE, False),
+    "heavy": ("heavy", WAVEFILE, False),
+    "heavy_physics": ("heavy", WAVEFILE, True),
+    "heavy_mokou": ("heavy_mokou", WAVEFILE, False),
 }
+MADE = {"gene_sdef": "Gene_sdef.pmx (made from Gene.pmx)", "heavy": "Gene_heavy.pmx (Gene.pmx + rigs.heavy_rig)",
+        "heavy_mokou": "mokou_heavy.pmx (mokou_A.pmd + rigs.heavy_rig)"}
 #: table rows: label → (saba stages, mmdkit stages), summed per run
 STAGE_ROWS = {
     "animation (sample+morph+bones+IK)": (("begin", "vmd_eval", "morph", "node_before_physics", "node_after_physics",
@@ -67,6 +76,38 @@ def sdef_model(folder: Path) -> Path:
     return out
 
 
+def heavy_model(folder: Path, source: str) -> Path:
+    """``source`` (gene or mokou) with 17 IK chains and 46 append bones added (``rigs.heavy_rig``),
+    written once as a PMX both engines read."""
+    import mmdkit
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from rigs import heavy_rig
+
+    src = {"heavy": ("gene/Gene.pmx", "Gene_heavy.pmx"), "heavy_mokou": ("mokou/mokou_A.pmd", "mokou_heavy.pmx")}
+    model, name = src[source]
+    out = folder / name
+    if not out.exists():
+        mmdkit.save(heavy_rig(mmdkit.load(ASSETS / model)), out)
+    return out
+
+
+def model_path(model: str, folder: Path) -> Path:
+    if model == "gene_sdef":
+        return sdef_model(folder)
+    if model in ("heavy", "heavy_mokou"):
+        return heavy_model(folder, model)
+    return ASSETS / model
+
+
+def rig_counts(path: Path) -> list[int]:
+    """[IK chains, append (付与) bones] of the model at ``path``."""
+    import mmdkit
+
+    m = mmdkit.load(path)
+    return [len(m.ik_bone), int((m.bone_append_parent >= 0).sum())]
+
+
 def find_saba(path: str | None) -> str:
     exe = path or os.environ.get("SABA_BENCH")
     if not exe:
@@ -93,24 +134,34 @@ def engine_commands(saba: str, model: Path, motion: Path, physics: bool, frames:
     return s, m
 
 
+def baseline_env(env: dict, baseline: str) -> dict:
+    """``env`` running mmdkit from the checkout ``baseline`` (first on PYTHONPATH; a sitecustomize.py
+    in $MMDKIT_BASELINE_SHIM, if set, may drop an editable install's import hook)."""
+    shim = os.environ.get("MMDKIT_BASELINE_SHIM")
+    return dict(env, PYTHONPATH=os.pathsep.join(([shim] if shim else []) + [baseline]))
+
+
 def stage_ms(result: dict, names) -> float:
     src = result.get("median_ms", result)
     return float(sum(src.get(n, 0.0) for n in names))
 
 
-def measure(saba: str, names, rounds: int, frames: int, core: int | None, folder: Path):
-    """{pair: {"saba": [run JSON...], "mmdkit": [...], "load": [1-minute load average...]}}."""
+def measure(saba: str, names, rounds: int, frames: int, core: int | None, folder: Path, baseline: str | None = None):
+    """{pair: {"saba": [run JSON...], "mmdkit": [...], ["old": [...],] "load": [1-minute load average...]}}."""
     env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    runs = {n: {"saba": [], "mmdkit": [], "load": []} for n in names}
+    engines = ("saba", "mmdkit") + (("old",) if baseline else ())
+    runs = {n: {**{e: [] for e in engines}, "load": [], "rig": rig_counts(model_path(PAIRS[n][0], folder))}
+            for n in names}
     for r in range(rounds):
         for n in names:
             model, motion, physics = PAIRS[n]
-            model_path = sdef_model(folder) if model == "gene_sdef" else ASSETS / model
-            s, m = engine_commands(saba, model_path, ASSETS / motion, physics, frames, core)
-            order = (("saba", s), ("mmdkit", m)) if r % 2 == 0 else (("mmdkit", m), ("saba", s))
-            for engine, cmd in order:
+            s, m = engine_commands(saba, model_path(model, folder), ASSETS / motion, physics, frames, core)
+            order = [("saba", s, env), ("mmdkit", m, env)] + ([("old", m, baseline_env(env, baseline))] if baseline
+                                                              else [])
+            order = order[r % len(order):] + order[:r % len(order)]  # each engine first in turn
+            for engine, cmd, e in order:
                 runs[n]["load"].append(os.getloadavg()[0])
-                runs[n][engine].append(run_json(cmd, env))
+                runs[n][engine].append(run_json(cmd, e))
             print(f"round {r + 1}/{rounds} {n}: saba skinning {stage_ms(runs[n]['saba'][-1], ['skinning']):.3f} ms, "
                   f"mmdkit {stage_ms(runs[n]['mmdkit'][-1], ['skinning']):.3f} ms", file=sys.stderr, flush=True)
     return runs
@@ -119,7 +170,9 @@ def measure(saba: str, names, rounds: int, frames: int, core: int | None, folder
 def table(runs: dict, rounds: int, frames: int, stat: str = "median") -> str:
     """The Markdown table: one row per pair and stage, the median (or the minimum) over rounds."""
     pick = statistics.median if stat == "median" else min
-    lines = ["| pair (vertices, bones) | stage | saba ms | mmdkit ms | mmdkit/saba |", "|---|---|---:|---:|---:|"]
+    old = all("old" in rr for rr in runs.values())
+    lines = ["| pair (vertices, bones, IK, append) | stage | saba ms |" + (" mmdkit old ms | old/saba |" if old else "")
+             + " mmdkit ms | mmdkit/saba |", "|---|---|---:|" + ("---:|---:|" if old else "") + "---:|---:|"]
     for n, rr in runs.items():
         model, motion, physics = PAIRS[n]
         first = True
@@ -131,13 +184,20 @@ def table(runs: dict, rounds: int, frames: int, stat: str = "median") -> str:
             head = ""
             if first:
                 x = rr["mmdkit"][0]
-                label_model = "Gene_sdef.pmx (made from Gene.pmx)" if model == "gene_sdef" else Path(model).name
+                ik, append = rr.get("rig", ("?", "?"))
+                label_model = MADE.get(model, Path(model).name)
                 head = f"{n}: {label_model} + {Path(motion).name}, physics {'on' if physics else 'off'} " \
-                       f"({x['vertices']:,}, {x['bones']})"
+                       f"({x['vertices']:,}, {x['bones']}, {ik}, {append})"
                 first = False
-            # below the table's resolution (saba's PMD morphs run inside its skinning): no ratio
-            ratio = f"{m / s:.2f}" if s >= 0.0005 else "–"
-            lines.append(f"| {head} | {label} | {s:.3f} | {m:.3f} | {ratio} |")
+
+            def ratio(v):  # below the table's resolution (saba's PMD morphs run inside its skinning): none
+                return f"{v / s:.2f}" if s >= 0.0005 else "–"
+            cells = [f"{s:.3f}"]
+            if old:
+                o = pick([stage_ms(x, m_names) for x in rr["old"]])
+                cells += [f"{o:.3f}", ratio(o)]
+            cells += [f"{m:.3f}", ratio(m)]
+            lines.append(f"| {head} | {label} | " + " | ".join(cells) + " |")
     loads = [v for rr in runs.values() for v in rr["load"]]
     lines.append("")
     lines.append(f"{rounds} rounds × {frames} frames, one core each, {stat} of per-run medians; "
@@ -156,6 +216,7 @@ def main():
     ap.add_argument("--stat", choices=("median", "min"), default="median",
                     help="over rounds: the median, or the fastest round (a host whose speed drifts between runs)")
     ap.add_argument("--from-json", help="print the table of runs saved with --json instead of measuring")
+    ap.add_argument("--baseline", help="also run mmdkit from this checkout (on PYTHONPATH) as the engine 'old'")
     a = ap.parse_args()
     if a.from_json:
         runs = json.loads(Path(a.from_json).read_text())
@@ -164,7 +225,7 @@ def main():
         return
     saba = find_saba(a.saba)
     with tempfile.TemporaryDirectory(prefix="mmdkit-compare-") as d:
-        runs = measure(saba, a.pairs, a.rounds, a.frames, None if a.core < 0 else a.core, Path(d))
+        runs = measure(saba, a.pairs, a.rounds, a.frames, None if a.core < 0 else a.core, Path(d), a.baseline)
     if a.json:
         Path(a.json).write_text(json.dumps(runs, indent=1))
     print(table(runs, a.rounds, a.frames, a.stat))

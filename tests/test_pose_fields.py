@@ -115,3 +115,42 @@ def test_pass_two_rewrites_the_links_its_solvers_turn():
         assert np.abs(fused.bone_world[knee, :3, 3] - model.bone_position[knee]).max() > 0.1  # the IK turned the leg
         np.testing.assert_allclose(staged.bone_world, fused.bone_world, atol=1e-6)
         np.testing.assert_allclose(staged.bone_skin, fused.bone_skin, atol=1e-6)
+
+
+def test_lane_group_with_different_loop_counts_matches_solving_one_by_one():
+    """Free hair chains with loop counts 4, 40, 9, 40 form one lane group (each lane stops after its
+    own count) and pose as when every solver runs alone."""
+    from mmdkit.animation.binding import bind_motion
+    from mmdkit.animation.builder import MotionBuilder
+    from mmdkit.pose.stages import BONES_AFTER_PHYSICS, SAMPLE, motion_in, run_stages
+
+    mb = ModelBuilder("hair")
+    head = mb.add_bone("頭", (0, 10, 0))
+    tips = []
+    for c, loops in enumerate((4, 40, 9, 40)):
+        prev = head
+        for i in range(4):
+            prev = mb.add_bone(f"hair{c}_{i}", (c - 1.5, 10 - 1.0 * i, 0.3 * i), prev)
+        tips.append(prev)
+        ik = mb.add_bone(f"hair{c}_IK", (c - 1.2, 7.5, 1.5), -1, translatable=True)
+        mb.add_ik(ik, prev, [prev - 1, prev - 2, prev - 3], loop_count=loops, limit_angle=0.3)
+    model = mb.build()
+    mob = MotionBuilder()
+    mob.add_bone_key("頭", 0, rotation=(0, 0, 0, 1))
+    mob.add_bone_key("頭", 20, rotation=(0.3, 0.2, 0.1, 0.927))
+    keys = motion_in(bind_motion(model, mob.build()))
+    grouped = build_rig(model)
+    assert grouped.ik_group.tolist() == [0, 0, 0, 0]
+    alone = type(grouped)(bone_order=grouped.bone_order, bone_in=grouped.bone_in,
+                          ik_in=grouped.ik_in._replace(ik_group=np.full(4, -1, np.int32)), morph_in=grouped.morph_in)
+    worlds = []
+    for rig in (grouped, alone):
+        s = PoseState.for_rig(rig)
+        out = []
+        for f in (0.0, 5.0, 12.5, 20.0):
+            run_stages(SAMPLE, BONES_AFTER_PHYSICS, f, False, keys, rig.bone_in, rig.ik_in, rig.morph_in, s.coupling,
+                       s.bone_state, s.morph_state, s.morph_out, s.frame_out)
+            out.append(s.bone_world.copy())
+        worlds.append(np.stack(out))
+    assert np.abs(worlds[0][:, tips, :3, 3] - model.bone_position[tips]).max() > 0.5  # the chains turned
+    np.testing.assert_allclose(worlds[0], worlds[1], atol=1e-6)

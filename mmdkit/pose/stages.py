@@ -20,8 +20,8 @@ from numba import njit, types
 from numba.experimental import structref
 
 from mmdkit.animation.sampling import sample_bones, sample_scalars, sample_steps
-from mmdkit.pose.fields import Field, group
 from mmdkit.pose.bones import read_driven, refresh_worlds, solve_bones, switch_off_ik, write_matrices, write_rows
+from mmdkit.pose.fields import Field, group
 from mmdkit.pose.morph import (apply_bone_morphs, apply_material_morphs, apply_offset_morphs, apply_uv_morphs,
                                expand_weights, unit_rotations)
 
