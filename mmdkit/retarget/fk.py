@@ -45,10 +45,11 @@ def world_frames(bone_parent, order, bone_position, local_t, local_q, world_p_ou
 
 
 def world_poses(bone_parent, order, bone_position, local_t, local_q) -> tuple[np.ndarray, np.ndarray]:
-    """(world_p (F,B,3), world_q (F,B,4)) float64 of the locals (see module)."""
+    """(world_p (F,B,3), world_q (F,B,4)) float64 of the locals (see module). ``order`` may list
+    only some bones (each after its parent, ancestors included): the other rows stay zero."""
     F, B = local_q.shape[:2]
-    world_p = np.empty((F, B, 3))
-    world_q = np.empty((F, B, 4))
+    world_p = np.zeros((F, B, 3))
+    world_q = np.zeros((F, B, 4))
     world_frames(np.ascontiguousarray(bone_parent, np.int32), np.ascontiguousarray(order, np.int32),
                  np.ascontiguousarray(bone_position, np.float64), np.ascontiguousarray(local_t, np.float64),
                  np.ascontiguousarray(local_q, np.float64), world_p, world_q)

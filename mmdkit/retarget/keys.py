@@ -15,6 +15,7 @@ import numpy as np
 
 from mmdkit.animation.build import build_motion
 from mmdkit.animation.curves import interpolation_block
+from mmdkit.retarget.kernels import key_rows
 from mmdkit.text import encode_cp932
 
 
@@ -56,14 +57,14 @@ def build_keys(target, frames: np.ndarray, bones, local_t: np.ndarray, local_q: 
     bones = [int(b) for b in bones]
     F, K = len(frames), len(bones)
     n = _names(target.bone_name[b] for b in bones)
-    q = local_q[:, bones].transpose(1, 0, 2).reshape(K * F, 4)
-    q = np.where(q[:, 3:] < 0, -q, q)
+    translation, rotation = np.empty((K * F, 3), np.float32), np.empty((K * F, 4), np.float32)
+    key_rows(np.asarray(bones, np.int64), np.ascontiguousarray(local_t, np.float64),
+             np.ascontiguousarray(local_q, np.float64), translation, rotation)
     fields = dict(model_name=target.name, model_name_bytes=encode_cp932(target.name),
                   bone_track_name=n["names"], bone_track_name_bytes=n["raw"],
                   bone_key_track=np.repeat(np.arange(K, dtype=np.int32), F),
                   bone_key_frame=np.tile(np.asarray(frames, np.int64), K),
-                  bone_key_translation=local_t[:, bones].transpose(1, 0, 2).reshape(K * F, 3).astype(np.float32),
-                  bone_key_rotation=q.astype(np.float32),
+                  bone_key_translation=translation, bone_key_rotation=rotation,
                   bone_key_interpolation=np.tile(interpolation_block(None), (K * F, 1)),
                   source_extras={"format": "retarget"})
     if source_motion is not None:

@@ -32,12 +32,12 @@ from mmdkit.pose.rig import evaluation_order
 from mmdkit.retarget import contact as C
 from mmdkit.retarget.align import align
 from mmdkit.retarget.fk import world_poses
+from mmdkit.retarget.geometry import ancestors
 from mmdkit.retarget.humanoid import humanoid_map
 from mmdkit.retarget.keys import build_keys
+from mmdkit.retarget.kernels import target_local, target_world
 from mmdkit.retarget.mmd import ik_keys, split_twist, to_append_sources
-from mmdkit.retarget.quat import qarc, qconj, qmul, qrot
-
-IDENTITY = np.array([0.0, 0.0, 0.0, 1.0])
+from mmdkit.retarget.quat import qconj, qrot
 
 
 def key_frames(motion, frames) -> np.ndarray:
@@ -61,59 +61,78 @@ def pose_source(model, motion, frames: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 def source_deltas(al, source, src_p, src_q) -> np.ndarray:
     """(F,J,4) the source's world delta per shared humanoid bone, its direction set to the bone's
-    actual direction to its humanoid child (see module)."""
-    rest = np.asarray(source.bone_position, np.float64)
-    d = src_q[:, al.source_bone].copy()
-    has = al.source_child >= 0
-    if has.any():
-        sb, sc = al.source_bone[has], al.source_child[has]
-        now = src_p[:, sc] - src_p[:, sb]
-        fix = qarc(qrot(d[:, has], rest[sc] - rest[sb]), now)
-        d[:, has] = qmul(fix, d[:, has])
-    return d
+    actual direction to its humanoid child, turned into the target's world rotation
+    F⁻¹·D_s·A·F (see module; ``kernels.target_world``)."""
+    world = np.empty((src_q.shape[0], len(al.bones), 4))
+    target_world(al.source_bone, al.source_child, np.ascontiguousarray(source.bone_position, np.float64),
+                 al.align_q, al.facing_q, src_p, src_q, world)
+    return world
 
 
-def target_locals(target, al, world: np.ndarray) -> np.ndarray:
-    """(F,B,4) target local rotations from the world rotations ``world`` (F,J,4) of the shared
-    humanoid bones: W(nearest shared ancestor)⁻¹·W; every other bone at rest."""
+def ancestor_rows(target, al) -> np.ndarray:
+    """(J,) int64 the row of each shared humanoid bone's nearest shared ancestor in the target's tree (−1: none)."""
     parent = np.asarray(target.bone_parent)
-    F, B = world.shape[0], target.num_bones
-    local = np.tile(IDENTITY, (F, B, 1))
     row = {int(b): j for j, b in enumerate(al.target_bone)}
+    out = np.full(len(al.target_bone), -1, np.int64)
     for j, b in enumerate(al.target_bone):
         a = int(parent[b])
         while a >= 0 and a not in row:
             a = int(parent[a])
-        local[:, b] = world[:, j] if a < 0 else qmul(qconj(world[:, row[a]]), world[:, j])
+        out[j] = row[a] if a >= 0 else -1
+    return out
+
+
+def target_locals(target, al, world: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """(F,B,4) target local rotations from the world rotations ``world`` (F,J,4) of the shared
+    humanoid bones: W(nearest shared ancestor)⁻¹·W; every other bone at rest (``kernels.target_local``)."""
+    rows = ancestor_rows(target, al) if rows is None else rows
+    local = np.empty((world.shape[0], target.num_bones, 4))
+    target_local(al.target_bone, rows, np.ascontiguousarray(world, np.float64), local)
     return local
 
 
+def read_order(target, tmap) -> np.ndarray:
+    """(n,) int32 the target bones whose world positions the retarget reads (legs: the contact
+    pass; IK solvers' target bones: ``mmd.ik_keys``) and their ancestors, parents first."""
+    parent = np.asarray(target.bone_parent)
+    want = {tmap[f"{s}{p}"] for s in ("left", "right") for p in ("UpperLeg", "LowerLeg", "Foot")}
+    want.update(int(t) for t in np.asarray(target.ik_target) if 0 <= int(t) < len(parent))
+    keep = np.zeros(len(parent), bool)
+    for b in want:
+        if b >= 0:
+            keep[ancestors(parent, int(b))] = True
+    order = evaluation_order(parent, np.zeros(len(parent), np.int64))
+    return np.ascontiguousarray(order[keep[order]], np.int32)
+
+
 def retarget(source_model, source_motion, target_model, *, frames=None, source_map=None, target_map=None,
-             contact: bool = True, source_name: str = "", target_name: str = ""):
+             contact: bool = True, source_name: str = "", target_name: str = "", source_pose=None):
     """A ``Motion`` of ``target_model`` dancing ``source_motion`` of ``source_model`` (see module).
     ``source_map``/``target_map``: HumanoidMaps (default: found); ``contact``: run the contact pass;
-    ``*_name``: how errors name the models. FormatError when a model lacks a needed humanoid bone."""
+    ``*_name``: how errors name the models; ``source_pose``: (world_p, world_q) of the source at
+    the key frames when the caller has posed it already (``pose_source``). FormatError when a model
+    lacks a needed humanoid bone."""
     sname = source_name or getattr(source_model, "source_path", "") or source_model.name or "source model"
     tname = target_name or getattr(target_model, "source_path", "") or target_model.name or "target model"
     smap = source_map or humanoid_map(source_model)
     tmap = target_map or humanoid_map(target_model)
     al = align(source_model, smap, target_model, tmap, sname, tname)
     keys = key_frames(source_motion, frames)
-    src_p, src_q = pose_source(source_model, source_motion, keys)
-    face = np.broadcast_to(al.facing_q, (len(al.bones), 4))
-    world = qmul(qconj(face), qmul(source_deltas(al, source_model, src_p, src_q), qmul(al.align_q, face)))
-    local_q = target_locals(target_model, al, world)
+    src_p, src_q = pose_source(source_model, source_motion, keys) if source_pose is None else source_pose
+    world = source_deltas(al, source_model, src_p, src_q)
+    rows = ancestor_rows(target_model, al)
+    local_q = target_locals(target_model, al, world, rows)
     local_t = np.zeros(local_q.shape[:2] + (3,))
     rest_s = np.asarray(source_model.bone_position, np.float64)
     rest_t = np.asarray(target_model.bone_position, np.float64)
     hs, ht = smap["hips"], tmap["hips"]
     root = tmap.extra.get("center", ht)
     local_t[:, root] = qrot(qconj(al.facing_q), (src_p[:, hs] - rest_s[hs]) * al.leg_scale)
-    order = evaluation_order(np.asarray(target_model.bone_parent), np.zeros(target_model.num_bones, np.int64))
+    order = read_order(target_model, tmap)
     world_p, _ = world_poses(target_model.bone_parent, order, rest_t, local_t, local_q)
     if contact:
         contact_pass(al, smap, tmap, rest_s, rest_t, src_p, keys, world, world_p, local_t[:, root])
-        local_q = target_locals(target_model, al, world)
+        local_q = target_locals(target_model, al, world, rows)
         world_p, _ = world_poses(target_model.bone_parent, order, rest_t, local_t, local_q)
     keyed = {int(b) for b in al.target_bone}
     keyed.update(split_twist(target_model, tmap, local_q))
