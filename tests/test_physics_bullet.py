@@ -321,7 +321,7 @@ def test_vmd_physics_flags_switch_bodies_through_character():
         mo.add_bone_key(f"link{i}", 0, physics=False)
         mo.add_bone_key(f"link{i}", 30, physics=True)
     phys = MMDPhysics(model, warmup_steps=0)
-    ch = Character(model, mo.build(), physics=phys)
+    ch = Character(model, mo.build(), world=phys)
     for f in range(25):
         ch.update(f)
     assert not phys.driven_bone_mask.any()
