@@ -81,7 +81,8 @@ def small(assets, tmp_path_factory):
         out = tmp / f"run{k}"
         views = views if views is not None else str(tmp / "run0" / "cameras.json")
         mmdkit.run(Take(model, motion, frames="100:101", physics=True,
-                        outputs=(Output(str(out) + "/", {"annotate": True, "views": views, "size": (96, 72)}),)),
+                        outputs=(Output(str(out) + "/", {"annotate": True, "views": views, "size": (96, 72),
+                                                         "shards": 3 if k < 2 else None}),)),
                    warn=lambda *a: None)
         outs.append(out)
     return outs
@@ -94,11 +95,31 @@ def _files(folder):
 def test_the_same_command_twice_gives_the_same_bytes(small):
     a, b, _ = small
     names = _files(a)
-    assert len(names) == 2 * 4 * 2 + 4 and names == _files(b)
+    assert len(names) == 2 * 4 * 2 + 4 + 3 and names == _files(b)  # 2 frames × 4 kinds × 2 views, 4 files, 3 shards
     for n in names:
         assert (a / n).read_bytes() == (b / n).read_bytes(), n
     j = np.load(a / "joints3d.npz")
     assert j["world"].shape == (2, 39, 3) and j["camera"].shape == (2, 2, 39, 3)
+
+
+def test_webdataset_reads_the_shards(small):
+    """One sample per view and frame, in order over the 3 shards, holding the PNGs the folder holds
+    and the image's COCO annotations and camera."""
+    import webdataset as wds
+
+    out = small[0]
+    urls = sorted(str(p) for p in (out / "shards").glob("*.tar"))
+    assert len(urls) == 3
+    samples = list(wds.WebDataset(urls, shardshuffle=False))
+    assert [s["__key__"] for s in samples] == [f"{i:06d}_view_{c:02d}" for i in range(2) for c in range(2)]
+    cameras = json.loads((out / "cameras.json").read_text())
+    for s in samples:
+        i, c = int(s["__key__"][:6]), int(s["__key__"][-2:])
+        for kind in ("rgb", "depth", "mask", "parts"):
+            assert s[f"{kind}.png"] == (out / f"view_{c:02d}" / kind / f"{i:06d}.png").read_bytes()
+        meta = json.loads(s["json"])
+        assert meta["image"]["frame_index"] == i and meta["image"]["view_index"] == c
+        assert np.allclose(meta["R"], cameras["views"][c]["frames"][i]["R"]) and len(meta["annotations"]) == 1
 
 
 def test_cameras_json_read_back_draws_the_same(small):
@@ -127,7 +148,8 @@ def test_bad_input_one_line_exit_2_nothing_written(assets, tmp_path):
     (tmp_path / "file").write_text("x")
     cases = [(["--views", "nok.json"], "views[0] has no 'K'"), (["--views", "0"], "--views: must be 1 to 64"),
              (["--views", "2", "--view-fov", "0"], "--view-fov: must be a number from 1"),
-             (["-o", "file"], "an annotated render writes a folder"), (["--palette", "36"], "--palette")]
+             (["-o", "file"], "an annotated render writes a folder"), (["--palette", "36"], "--palette"),
+             (["--shards", "0"], "--shards: must be a number of tar files")]
     for extra, words in cases:
         args = [model, motion, "--frames", "0:1", "--annotate", "--size", "64x48", *extra]
         if "-o" not in extra:

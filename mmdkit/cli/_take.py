@@ -28,7 +28,8 @@ OPTION_NAMES = {"size": "--size", "msaa": "--msaa", "palette_size": "--palette",
                 "self_shadow": "--self-shadow", "floor": "--floor", "audio": "--audio", "joints": "--joints",
                 "scale": "--scale", "vertices": "--vertices", "reduce": "--reduce",
                 "reduce_physics": "--reduce-physics", "annotate": "--annotate", "views": "--views",
-                "view_height": "--view-height", "view_radius": "--view-radius", "view_fov": "--view-fov"}
+                "view_height": "--view-height", "view_radius": "--view-radius", "view_fov": "--view-fov",
+                "shards": "--shards"}
 """How the command line names each output option."""
 
 
@@ -178,6 +179,8 @@ def output_options(f):
                      help="--views N: the ring's radius, metres [default: the motion fills the picture]."),
         click.option("--view-fov", type=float, default=None, metavar="DEG",
                      help="--views N: vertical field of view, degrees [default: 30]."),
+        click.option("--shards", type=int, default=None, metavar="N",
+                     help="--annotate: also N WebDataset tar shards (one sample per view and frame) in OUT/shards/."),
         click.option("-o", "--output", "outputs", required=True, multiple=True,
                      help="Where to write (repeatable: one pass writes them all): a video (.mp4 .mov .mkv .webm "
                           ".avi .gif), one .png, a folder of PNG frames, or .glb/.gltf (mesh + animation), .bvh "

@@ -5,7 +5,7 @@ in MMD units, character id × 256 + part id), the keypoints of every character (
 model space; the ``Views``, the frames and the ``KeypointRig``. Out (docs/dataset.md):
 OUT/view_XX/{rgb,depth,mask,parts}/NNNNNN.png (NNNNNN: the output frame index), cameras.json,
 labels.json, keypoints.json (COCO; its images and annotations streamed to the folder as lines while
-rendering, so memory stays flat), joints3d.npz. Visibility of a keypoint in a view: 0 outside the
+rendering, so memory stays flat), joints3d.npz, and with ``shards`` WebDataset tars (``shards``). Visibility of a keypoint in a view: 0 outside the
 picture (or behind the camera), 2 when a pixel within one of its own (3×3) shows its character's own
 surface there — a depth test against the label pass's depth: either one of the body parts meeting
 at the keypoint (``KeypointRig.keypoint_parts``: clothes on a limb are that limb) at most
@@ -15,6 +15,7 @@ keypoint's own surface point (its camera z − its radius − ``VISIBILITY_TOLER
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -28,6 +29,7 @@ from mmdkit.model.space import MMD_UNITS_PER_METRE
 from mmdkit.render.labels import cameras as cams
 from mmdkit.render.labels.keypoints import DERIVED, KEYPOINT_NAMES, SKELETON
 from mmdkit.render.labels.parts import PART_NAMES
+from mmdkit.render.labels.shards import ShardWriter
 
 MM_PER_UNIT = 1000.0 / MMD_UNITS_PER_METRE
 VISIBILITY_TOLERANCE = 0.125
@@ -83,17 +85,20 @@ def runs(mask: np.ndarray) -> list:
     return ([0] + lengths) if flat.size and flat[0] else lengths
 
 
-def _png(path: str, array: np.ndarray) -> None:
+def _png_bytes(array: np.ndarray) -> bytes:
+    """A PNG of ``array`` (8-bit RGB or grey, 16-bit grey), zlib level 1 (fast)."""
     from PIL import Image
 
-    Image.fromarray(array).save(path, compress_level=1)
+    out = io.BytesIO()
+    Image.fromarray(array).save(out, format="png", compress_level=1)
+    return out.getvalue()
 
 
 class DatasetWriter:
     """Writes one annotated render (the module docstring) into a temporary folder beside ``output``,
     moved in by ``close`` (an earlier annotated render's files there are replaced)."""
 
-    def __init__(self, output: str, views: "cams.Views", frames, rig, crowd: int):
+    def __init__(self, output: str, views: "cams.Views", frames, rig, crowd: int, shards: int | None = None):
         self.output = os.path.abspath(output)
         parent = os.path.dirname(self.output.rstrip(os.sep))
         if os.path.exists(self.output) and not os.path.isdir(self.output):
@@ -116,6 +121,7 @@ class DatasetWriter:
         self._images = open(os.path.join(self.tmp, ".images.jsonl"), "w", encoding="utf-8")
         self._anns = open(os.path.join(self.tmp, ".annotations.jsonl"), "w", encoding="utf-8")
         self._next_ann = 1
+        self.shards = ShardWriter(self.tmp, shards, F * C) if shards else None
 
     def write(self, i: int, rgb, labels, keypoints, shown) -> None:
         """Output frame i: rgb (C,H,W,3) uint8, labels (C,H,W,2) float32, keypoints (N,J,3) float64 MMD
@@ -127,10 +133,13 @@ class DatasetWriter:
         for c in range(len(self.views)):
             folder = os.path.join(self.tmp, f"view_{c:02d}")
             depth, character, part = decode(labels[c])
-            _png(os.path.join(folder, "rgb", name), rgb[c])
-            _png(os.path.join(folder, "depth", name), depth_mm(depth, character))
-            _png(os.path.join(folder, "mask", name), character.astype(np.uint8 if self.crowd < 256 else np.uint16))
-            _png(os.path.join(folder, "parts", name), part.astype(np.uint8))
+            pictures = {"rgb": rgb[c], "depth": depth_mm(depth, character),
+                        "mask": character.astype(np.uint8 if self.crowd < 256 else np.uint16),
+                        "parts": part.astype(np.uint8)}
+            encoded = {k: _png_bytes(a) for k, a in pictures.items()}
+            for kind, data in encoded.items():
+                with open(os.path.join(folder, kind, name), "wb") as f:
+                    f.write(data)
             cam = np.einsum("ij,nkj->nki", self.R[c, i], world) + self.t[c, i]
             self.camera[i, c] = cam
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -139,14 +148,21 @@ class DatasetWriter:
             ids = np.arange(1, self.crowd + 1)
             vis = visibility(uv, cam[..., 2] * MMD_UNITS_PER_METRE, self.rig, character, part, depth, ids)
             self.visible[i, c] = vis
-            self._coco(i, c, uv, vis, character)
+            image, anns = self._coco(i, c, uv, vis, character)
+            if self.shards is not None:
+                meta = {"image": image, "annotations": anns, "K": self.K[c, i].round(6).tolist(),
+                        "R": self.R[c, i].round(9).tolist(), "t": self.t[c, i].round(9).tolist()}
+                self.shards.add(f"{i:06d}_view_{c:02d}", {f"{k}.png": v for k, v in encoded.items()}
+                                | {"json": json.dumps(meta).encode()})
 
-    def _coco(self, i: int, c: int, uv, vis, character) -> None:
+    def _coco(self, i: int, c: int, uv, vis, character):
+        """This view's COCO image and annotations, streamed to the lines files; returns them."""
         image_id = i * len(self.views) + c + 1
         H, W = character.shape
         image = {"id": image_id, "file_name": f"view_{c:02d}/rgb/{i:06d}.png", "width": W, "height": H,
                  "view": self.views.names[c], "view_index": c, "frame_index": i, "frame": float(self.frames[i])}
         self._images.write(json.dumps(image) + "\n")
+        anns = []
         for n in range(self.crowd):
             m = character == n + 1
             area = int(m.sum())
@@ -165,11 +181,15 @@ class DatasetWriter:
                    "segmentation": {"size": [H, W], "counts": runs(m)}}
             self._anns.write(json.dumps(ann) + "\n")
             self._next_ann += 1
+            anns.append(ann)
+        return image, anns
 
     def close(self, labels_doc: dict) -> dict:
         """Write the whole-run files and move the folder into place; returns the file names."""
         self._images.close()
         self._anns.close()
+        if self.shards is not None:
+            self.shards.close()
         tmp = self.tmp
         _json(os.path.join(tmp, "cameras.json"), cams.cameras_json(self.views, self.frames))
         _json(os.path.join(tmp, "labels.json"), labels_doc)
@@ -210,6 +230,8 @@ class DatasetWriter:
     def abort(self) -> None:
         for f in (self._images, self._anns):
             f.close()
+        if self.shards is not None:
+            self.shards.abort()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
@@ -256,7 +278,10 @@ def labels_json(views, crowd: int, rig, alpha_cut: float) -> dict:
             "keypoints.json": "COCO keypoints; [x, y, v] pixels (pixel centres at integers), v: 0 outside the "
                               "picture, 1 hidden, 2 seen (depth test); one annotation per character in view",
             "joints3d.npz": "world (F,J,3) and camera (F,C,J,3) metres of character 1; crowd_world (F,N,J,3), "
-                            "crowd_camera (F,C,N,J,3), visibility (F,C,N,J), frames (F,), names (J,), views (C,)"},
+                            "crowd_camera (F,C,N,J,3), visibility (F,C,N,J), frames (F,), names (J,), views (C,)",
+            "shards/shard-NNNNNN.tar": "with shards: WebDataset samples KEY = FFFFFF_view_XX (frame index, view) "
+                                       "holding rgb.png, depth.png, mask.png, parts.png and json (COCO image, "
+                                       "annotations, K, R, t)"},
         "conventions": {"world": "glTF: right-handed, +y up, metres; an MMD point p is 0.08*(p.x, p.y, -p.z)",
                         "camera": "OpenCV: x right, y down, z forward",
                         "visibility_tolerance_m": VISIBILITY_TOLERANCE / MMD_UNITS_PER_METRE,
