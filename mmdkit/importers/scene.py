@@ -59,6 +59,10 @@ def import_scene(scene, *, unit_scale: float = MMD_UNITS_PER_METRE, flip_z: bool
     if version:  # {humanoid bone as the file names it: model bone}, for mmdkit.retarget
         extras["vrm_humanoid"] = {"version": version, "bones": {k: int(sk.node_bone[n]) for k, n in humanoid.items()}}
         extras.update(vrm_expressions=expressions, **vrm_extras(scene, sk, space, texture_names(scene), warnings))
+        if "vrm_springs" in extras:  # mmdkit simulates them; a PMX/PMD file has rigid bodies instead
+            sp = extras["vrm_springs"]
+            losses.append(f"VRM spring bones ({sp.num_joints} joints, {len(sp.collider_bone)} colliders) are not "
+                          "written (MMD files simulate rigid bodies); mmdkit simulates them on the .vrm")
     f.update(source_format=source_format, source_path=scene.path, warnings=tuple(warnings), source_extras=extras)
     return build_model(f), clips
 
