@@ -183,7 +183,7 @@ def test_cli_writes_each_format(assets, mmdkit_cli, tmp_path, ext):
 @pytest.mark.parametrize("args, detail", [
     (["--target", "nope.pmd"], "--target: no file 'nope.pmd'"),
     (["--target", "{assets}/gltf/Fox.glb"], "Fox.glb: no humanoid leftUpperArm"),
-    (["--target", "{assets}/mokou/mokou_A.pmd", "-o", "x.vrma"], "-o: x.vrma: writing VRM Animation"),
+    (["--target", "{assets}/mokou/mokou_A.pmd", "-o", "x.txt"], "-o: x.txt: name the output .vmd, .vrma"),
     (["--target", "{assets}/rigs/vrm0/Godette_vrm_v4.vrm", "-o", "x.vmd"], "do not fit a VMD's 15 bytes"),
 ])
 def test_cli_mistakes_are_one_line(assets, mmdkit_cli, tmp_path, monkeypatch, args, detail):

@@ -196,7 +196,7 @@ MAX_PALETTE = 256
 #: Bytes each bone costs per frame until an export is written, by format: the bake (176: world
 #: matrix, positions, rotations, local translations and rotations) plus the writer's own arrays;
 #: measured as peak memory over 20,000 frames of an 83-bone model, rounded up.
-BYTES_PER_BONE_FRAME = {".glb": 256, ".gltf": 256, ".vmd": 448, ".bvh": 544, ".npz": 352}
+BYTES_PER_BONE_FRAME = {".glb": 256, ".gltf": 256, ".vmd": 448, ".bvh": 544, ".npz": 352, ".vrma": 256}
 
 
 def parse_size(value: str) -> tuple[int, int]:

@@ -4,8 +4,9 @@ In: a source motion — a VMD/VPD with the MMD model it was made for (--source),
 --source model's own file (glTF/VRM/BVH/FBX: --clip, MOTION left out), or a VRM Animation (.vrma,
 its own skeleton: no --source) — and a target model (PMX/PMD, VRM, glTF, Assimp formats). Out:
 OUT.vmd (the retargeted Motion as keys on the target's own bones, IK keys included: plays with IK
-on, stays editable in MMD), or .glb/.gltf/.bvh/.npz (the target baked with the retargeted motion
-through the export sinks, ``mmdkit.io.run``). .vrma output is not written yet.
+on, stays editable in MMD), or .vrma/.glb/.gltf/.bvh/.npz (the target baked with the retargeted
+motion through the export sinks, ``mmdkit.io.run``; .vrma: a VRM Animation of the target's
+humanoid, ``export.vrma``, posed without physics: it moves no humanoid bone).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from mmdkit.runtime import loading
 from mmdkit.runtime.take import CLI_NAMES, Output, Take
 from mmdkit.text import encode_cp932
 
-OUTPUTS = (".vmd", ".glb", ".gltf", ".bvh", ".npz")
+OUTPUTS = (".vmd", ".vrma", ".glb", ".gltf", ".bvh", ".npz")
 VMD_NAME_BYTES = 15
 
 
@@ -75,8 +76,8 @@ def _check_vmd_names(motion, target_path: str, output: str) -> None:
 @click.option("--source", "source_path", metavar="SOURCE_MODEL", help="The model MOTION was made for (or whose "
               "--clip to use); not needed for a .vrma.")
 @click.option("--target", "target_path", required=True, metavar="TARGET_MODEL", help="The model to dance it.")
-@click.option("-o", "--output", required=True, help="OUT.vmd (keys on the target's bones, leg IK keyed), .glb/.gltf, "
-              ".bvh or .npz (the target baked with it).")
+@click.option("-o", "--output", required=True, help="OUT.vmd (keys on the target's bones, leg IK keyed), .vrma "
+              "(a VRM Animation of the target's humanoid), .glb/.gltf, .bvh or .npz (the target baked with it).")
 @click.option("--clip", default=None, metavar="NAME|INDEX", help=CLIP_HELP)
 @click.option("--frames", default=None, help=f"Source motion frames to key: {FRAMES_HELP} Whole frames only. "
               "Default: every frame of the motion.")
@@ -96,13 +97,11 @@ def command(motion_path, source_path, target_path, output, clip, frames, contact
     Examples:
       mmdkit retarget wavefile_v2.vmd --source Gene.pmx --target mokou_A.pmd -o mokou.vmd
       mmdkit retarget wavefile_v2.vmd --source Gene.pmx --target avatar.vrm -o avatar.glb
+      mmdkit retarget wavefile_v2.vmd --source Gene.pmx --target avatar.vrm -o dance.vrma
       mmdkit retarget --source mannequiny.glb --clip run --target Gene.pmx -o run.vmd
       mmdkit retarget dance.vrma --target Gene.pmx -o dance.vmd
     """
     ext = os.path.splitext(output)[1].lower()
-    if ext == ".vrma":
-        raise OptionError("-o", f"{output}: writing VRM Animation (.vrma) is not done yet; "
-                                f"write {', '.join(OUTPUTS)}")
     if ext not in OUTPUTS:
         raise OptionError("-o", f"{output}: name the output {', '.join(OUTPUTS)}")
     _file(target_path, "--target")
@@ -127,7 +126,7 @@ def command(motion_path, source_path, target_path, output, clip, frames, contact
             else:
                 from mmdkit.io import run
 
-                take = Take(target, out, physics=physics, outputs=(Output(output),), names=CLI_NAMES)
+                take = Take(target, out, physics=physics and ext != ".vrma", outputs=(Output(output),), names=CLI_NAMES)
                 run(take, warn=warn)
     if not quiet:
         click.echo(f"wrote {output}: {label} retargeted onto {target_path}, "

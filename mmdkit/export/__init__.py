@@ -1,7 +1,7 @@
 """Export a posed motion: the frame loop's export sink, and ``export()`` for one file from Python.
 
 In: a ``LoadedTake``'s frames as the driver poses them (``ExportSink``), or ``Model``, ``Motion``
-(or VPD ``Pose`` / None) and an output path ending in .npz, .bvh, .vmd, .glb or .gltf with options
+(or VPD ``Pose`` / None) and an output path ending in .npz, .bvh, .vmd, .glb, .gltf or .vrma with options
 (``export``). Out: the file (written atomically, never over an input) and a summary dict.
 ``bake.Bake`` collects the ``BakedMotion`` every writer reads; each writer module exposes
 ``OPTIONS`` (the keyword options it takes) and ``write(baked, path, *, motion, warn, **options) ->
@@ -15,13 +15,13 @@ import os
 
 from mmdkit.animation.frames import MOTION_FPS, check_fps
 from mmdkit.errors import OptionError
-from mmdkit.export import bvh, gltf, npz, vmd
+from mmdkit.export import bvh, gltf, npz, vmd, vrma
 from mmdkit.export.bake import Bake, BakedMotion, bake, output_frames
 from mmdkit.fileutil import same_file
 from mmdkit.runtime.driver import run
 from mmdkit.runtime.take import LoadedTake
 
-WRITERS = {".npz": npz, ".bvh": bvh, ".vmd": vmd, ".glb": gltf, ".gltf": gltf}
+WRITERS = {".npz": npz, ".bvh": bvh, ".vmd": vmd, ".glb": gltf, ".gltf": gltf, ".vrma": vrma}
 """Output extension → writer module."""
 
 __all__ = ["export", "ExportSink", "bake", "Bake", "BakedMotion", "output_frames", "check_fps", "check_options",

@@ -1,0 +1,195 @@
+"""VRM Animation (.vrma) output (#26): three-vrm's own loader plays what mmdkit writes as mmdkit
+poses it, and dances survive the trip through a .vrma.
+
+- three-vrm (``@pixiv/three-vrm`` + ``three-vrm-animation`` in Node, tools/threejs/vrma_pose.mjs):
+  a dance retargeted onto a VRM 1.0 and a VRM 0.x file and written by ``mmdkit retarget -o
+  x.vrma`` gives, through VRMAnimationLoaderPlugin + createVRMAnimationClip, the normalized
+  humanoid world rotations mmdkit's pose of the retargeted motion has (≤ 1e-4 rad), the bone
+  positions (≤ 1e-4 m) and the expression weights (≤ 1e-5).
+- Round trips with the contact pass off (it moves legs on purpose): Gene + wavefile → .vrma
+  (``mmdkit export``) → retargeted back onto Gene, and Gene → a VRM (.vrma) → Gene, give back the
+  world rotations of the humanoid bones both carry within 1e-4 rad. Left out, with the reason
+  asserted: the upper/lower arms differ only by twist about the bone (MMD targets get it moved
+  onto 腕捩/手捩: their swing and the hands' rotations are compared instead), the eyes (both
+  follow 両目), and in the MMD → VRMA → MMD trip the humanoid leaves (distal fingers, toes: the
+  retarget gives a leaf no rest alignment while the .vrma carries Gene's A-pose on them).
+- The file is valid glTF (Khronos validator), the CLI and Python paths write it, bad input is one line.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+from helpers import THREEJS
+from test_export_gltf import assert_valid
+
+from mmdkit import load
+from mmdkit.export import bake, export
+from mmdkit.formats.io import read_bytes
+from mmdkit.importers import clips_of, read_gltf_model
+from mmdkit.importers.vrm import MMD_NAMES
+from mmdkit.model.space import MMD_UNITS_PER_METRE, Space
+from mmdkit.retarget import humanoid_map, retarget
+from mmdkit.retarget.align import child_candidates
+from mmdkit.retarget.motion import pose_source
+from mmdkit.retarget.quat import qconj, qmul, qrot
+
+ROT_TOL = 1e-4
+"""Radians: float32 storage and the engine's ~1e-5 drift, with room."""
+FRAMES = np.arange(0, 240)
+TO_GLTF = Space(1.0 / MMD_UNITS_PER_METRE)
+
+
+@pytest.fixture(scope="module")
+def gene(assets):
+    return load(assets / "gene" / "Gene.pmx")
+
+
+@pytest.fixture(scope="module")
+def dance(assets):
+    return load(assets / "wavefile" / "wavefile_v2.vmd")
+
+
+def angle(a, b):
+    """Radians between rotations a and b (…, 4)."""
+    d = qmul(qconj(a), b)
+    return 2 * np.arctan2(np.linalg.norm(d[..., :3], axis=-1), np.abs(d[..., 3]))
+
+
+def vrma_json(path) -> dict:
+    data = path.read_bytes()
+    n = struct.unpack("<I", data[12:16])[0]
+    return json.loads(data[20:20 + n])
+
+
+def three_vrm(model_path, vrma_path, times) -> dict:
+    assert shutil.which("node"), "node is missing: apt-get install nodejs npm (scripts/setup.sh)"
+    assert (THREEJS / "node_modules" / "@pixiv" / "three-vrm-animation").is_dir(), \
+        "three-vrm is not installed: npm ci --prefix tools/threejs (scripts/setup.sh)"
+    run = subprocess.run(["node", str(THREEJS / "vrma_pose.mjs"), str(model_path), str(vrma_path),
+                          ",".join(f"{t:.9g}" for t in times)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout)
+
+
+def read_back(path):
+    """The .vrma as a source model and its clip (as ``mmdkit retarget X.vrma`` reads it)."""
+    model = read_gltf_model(read_bytes(path), str(path))
+    clips = clips_of(model)
+    return model, clips.get_clip(clips.resolve(0, "--clip"), "--clip")[1]
+
+
+@pytest.mark.parametrize("target", ["vrm1/VRMC_materials_mtoon_UV_Animation_Test.vrm", "vrm0/Godette_vrm_v4.vrm"])
+def test_three_vrm_plays_the_written_vrma_as_mmdkit_poses_it(assets, gene, dance, mmdkit_cli, tmp_path, target):
+    vrm_path = assets / "rigs" / target
+    out = tmp_path / "dance.vrma"
+    code, stdout, err = mmdkit_cli("retarget", assets / "wavefile" / "wavefile_v2.vmd", "--source",
+                                   assets / "gene" / "Gene.pmx", "--target", vrm_path, "--frames", "0:239",
+                                   "--no-contact", "-o", out)
+    assert code == 0, err
+    assert "240 frames" in stdout
+    assert_valid(out)
+    root = vrma_json(out)
+    assert root["extensionsUsed"] == ["VRMC_vrm_animation"]
+    ext = root["extensions"]["VRMC_vrm_animation"]
+    assert ext["specVersion"] == "1.0" and root["nodes"][ext["humanoid"]["humanBones"]["hips"]["node"]]["name"] == "hips"
+    assert all("rotation" not in n for n in root["nodes"])  # T-pose nodes: no rest rotations
+
+    vrm = load(vrm_path)
+    motion = retarget(gene, dance, vrm, frames=FRAMES, contact=False)
+    picks = np.array([0, 1, 37, 100, 171, 239])
+    world_p, world_q = pose_source(vrm, motion, picks)
+    got = three_vrm(vrm_path, out, picks / 30.0)
+    hmap = humanoid_map(vrm)
+    bones = [hmap[n] for n in got["bones"]]
+    # three-vrm's normalized world rotation = mmdkit's world delta (VRM rest = T-pose), in glTF space
+    want_q = TO_GLTF.quaternions(world_q[:, bones])
+    err = angle(np.asarray(got["rotation"]), want_q)
+    assert err.max() < ROT_TOL, (err.max(), got["bones"][int(err.max(axis=0).argmax())])
+    want_p = TO_GLTF.points(world_p[:, bones])
+    assert np.abs(np.asarray(got["position"]) - want_p).max() < 1e-4  # metres: the hips track unscaled
+    assert len(got["bones"]) >= 40
+    # expressions: the VMD's あ/まばたき… copied onto the VRM's expressions, played by three-vrm
+    assert set(got["expressions"]) == set(ext.get("expressions", {}).get("preset", {}))
+    if target.startswith("vrm0"):
+        assert {"aa", "blink"} <= set(got["expressions"]), "the dance's あ/まばたき should reach Godette's A/Blink"
+    weights = bake(vrm, motion, frames=picks.astype(float), physics=False).morph_weight
+    for preset, values in got["expressions"].items():
+        m = next(list(vrm.morph_name).index(n) for n in (preset, MMD_NAMES[preset]) if n in vrm.morph_name)
+        assert np.abs(np.asarray(values) - weights[:, m]).max() < 1e-5, preset
+
+
+def _swing_error(model, hmap, name, q0, q1):
+    """Radians between the bone's direction to its humanoid child under q0 and q1 (F, 4)."""
+    pos = np.asarray(model.bone_position, np.float64)
+    child = next(c for c in child_candidates(name) if hmap[c] >= 0)
+    d = pos[hmap[child]] - pos[hmap[name]]
+    v0, v1 = qrot(q0, d), qrot(q1, d)
+    cos = np.sum(v0 * v1, -1) / np.linalg.norm(v0, axis=-1) / np.linalg.norm(v1, axis=-1)
+    return np.arccos(np.clip(cos, -1.0, 1.0))
+
+
+ARMS = ("leftUpperArm", "leftLowerArm", "rightUpperArm", "rightLowerArm")
+EYES = ("leftEye", "rightEye")
+LEAVES = tuple(f"{s}{f}Distal" for s in ("left", "right") for f in ("Thumb", "Index", "Middle", "Ring", "Little")) + \
+    ("leftToes", "rightToes")
+
+
+def _round_trip_errors(gene, dance, vrma_path, shared):
+    """{humanoid bone: max radians} between Gene dancing ``dance`` and Gene dancing the .vrma retargeted back."""
+    src, clip = read_back(vrma_path)
+    back = retarget(src, clip, gene, contact=False)
+    _, q0 = pose_source(gene, dance, FRAMES)
+    _, q1 = pose_source(gene, back, np.arange(len(FRAMES)))
+    hmap = humanoid_map(gene)
+    errors = {}
+    for name in shared:
+        b = hmap[name]
+        errors[name] = float(_swing_error(gene, hmap, name, q0[:, b], q1[:, b]).max() if name in ARMS
+                             else angle(q0[:, b], q1[:, b]).max())
+    return errors
+
+
+def test_mmd_to_vrma_to_the_same_mmd_model(gene, dance, tmp_path):
+    path = tmp_path / "gene.vrma"
+    info = export(gene, dance, path, frames=FRAMES.astype(float), physics=False)
+    assert info["format"] == "vrma" and info["frames"] == len(FRAMES) and "aa" in info["expressions"]
+    hmap = humanoid_map(gene)
+    shared = [n for n, b in hmap.as_dict().items() if b >= 0]
+    errors = _round_trip_errors(gene, dance, path, shared)
+    exact = {n: e for n, e in errors.items() if n not in EYES + LEAVES}
+    assert len(exact) >= 35 and max(exact.values()) < ROT_TOL, max(exact.items(), key=lambda kv: kv[1])
+    # the leaves come back turned by their parent's rest alignment (Gene's A-pose): the retarget's rule
+    assert max(errors[n] for n in LEAVES if n in errors) > 0.1
+
+
+@pytest.mark.parametrize("target", ["vrm1/debug_robot.vrm", "vrm0/Godette_vrm_v4.vrm"])
+def test_vmd_to_vrm_to_vmd(assets, gene, dance, tmp_path, target):
+    vrm = load(assets / "rigs" / target)
+    path = tmp_path / "vrm.vrma"
+    export(vrm, retarget(gene, dance, vrm, frames=FRAMES, contact=False), path, physics=False)
+    gmap, vmap = humanoid_map(gene), humanoid_map(vrm)
+    shared = [n for n, b in gmap.as_dict().items() if b >= 0 and vmap[n] >= 0 and n not in EYES]
+    errors = _round_trip_errors(gene, dance, path, shared)
+    assert len(errors) >= 40 and max(errors.values()) < ROT_TOL, max(errors.items(), key=lambda kv: kv[1])
+
+
+def test_export_cli_writes_vrma_and_refuses_a_model_without_humanoid(assets, mmdkit_cli, tmp_path):
+    out = tmp_path / "gene.vrma"
+    code, _, err = mmdkit_cli("export", assets / "gene" / "Gene.pmx", assets / "wavefile" / "wavefile_v2.vmd",
+                              "--frames", "0:9", "--no-physics", "-o", out)
+    assert code == 0, err
+    nodes = vrma_json(out)["nodes"]
+    assert {"hips", "leftUpperArm", "rightToes"} <= {n["name"] for n in nodes}
+    arm = next(n for n in nodes if n["name"] == "leftLowerArm")["translation"]
+    assert arm[0] > 0.15 and abs(arm[1]) < 1e-6 and abs(arm[2]) < 1e-6  # T-pose: the left arm along +x
+    bad = tmp_path / "fox.vrma"
+    code, _, err = mmdkit_cli("export", assets / "gltf" / "Fox.glb", "--frames", "0:3", "-o", bad)
+    error = [line for line in err.splitlines() if "error" in line]
+    assert code == 2 and len(error) == 1 and "Fox.glb: no humanoid leftUpperArm" in error[0], err
+    assert not bad.exists()
