@@ -47,5 +47,7 @@ if [ ! -d tools/gltf_validator/node_modules ]; then
   echo "setup: installing the glTF validator (npm ci --prefix tools/gltf_validator)"
   npm ci --prefix tools/gltf_validator --no-audit --no-fund >/dev/null
 fi
-[ -d tools/threejs/node_modules ] || npm ci --prefix tools/threejs --no-audit --no-fund >/dev/null  # three.js loaders (export tests)
+# three.js loaders (export tests) and three-vrm's VRM Animation loader (retarget .vrma tests); an
+# older install without three-vrm is redone
+[ -d tools/threejs/node_modules/@pixiv/three-vrm-animation ] || npm ci --prefix tools/threejs --no-audit --no-fund >/dev/null
 echo "setup: done — try 'mmdkit --help'"
