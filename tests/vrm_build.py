@@ -5,7 +5,7 @@ head) → hair2 → hair3 (each 0.1 m below), a mesh skinned one vertex pair per
 target 'mouth_a' moving vertices 0 and 1 up 1 cm, VRMC_vrm (humanoid hips/head, expressions aa
 and blink bound to it, firstPerson, lookAt) and VRMC_springBone (a spring hair1-hair2-hair3, a
 sphere on the head and a capsule on the hips, which the spring collides with unless ``collide`` is
-False). ``joint`` updates the spring joints' settings (stiffness, gravityPower, gravityDir, ...).
+False; ``center``: the spring's center node). ``joint`` updates the spring joints' settings (stiffness, gravityPower, gravityDir, ...).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _world() -> np.ndarray:
     return w
 
 
-def vrm1_bytes(collide: bool = True, **joint) -> bytes:
+def vrm1_bytes(collide: bool = True, center: int | None = None, **joint) -> bytes:
     world = _world()
     pos = np.repeat(world, 2, axis=0) + np.tile([[0.02, 0, 0], [-0.02, 0, 0]], (5, 1))
     pos = pos.astype(np.float32)
@@ -87,7 +87,8 @@ def vrm1_bytes(collide: bool = True, **joint) -> bytes:
                                                                 "tail": [0, 0.3, 0]}}}],
                 "colliderGroups": [{"name": "body", "colliders": [0, 1]}],
                 "springs": [{"name": "hair", "joints": [dict(node=2, **settings), dict(node=3, **settings),
-                                                        {"node": 4}], "colliderGroups": [0] if collide else []}]}},
+                                                        {"node": 4}], "colliderGroups": [0] if collide else [],
+                             **({} if center is None else {"center": center})}]}},
     }
     text = json.dumps(root).encode()
     text += b" " * (-len(text) % 4)
