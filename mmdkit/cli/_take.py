@@ -20,7 +20,7 @@ from mmdkit.cli._frames import warn_past_end
 from mmdkit.cli._output import check_output, count, writing
 from mmdkit.errors import OptionError
 from mmdkit.export import writer_for
-from mmdkit.io import ANNOTATE_OPTIONS, RENDER_OPTIONS, is_export, sinks_for
+from mmdkit.io import ANNOTATE_OPTIONS, RENDER_OPTIONS, check_palette, is_export, parse_size, sinks_for
 from mmdkit.runtime.driver import run
 from mmdkit.runtime.take import CLI_NAMES, Output, Take
 
@@ -191,23 +191,10 @@ def output_options(f):
     return f
 
 
-#: Largest --palette: 16 KB, the smallest uniform block OpenGL guarantees, holds 256 matrices.
-MAX_PALETTE = 256
 #: Bytes each bone costs per frame until an export is written, by format: the bake (176: world
 #: matrix, positions, rotations, local translations and rotations) plus the writer's own arrays;
 #: measured as peak memory over 20,000 frames of an 83-bone model, rounded up.
 BYTES_PER_BONE_FRAME = {".glb": 256, ".gltf": 256, ".vmd": 448, ".bvh": 544, ".npz": 352, ".vrma": 256}
-
-
-def parse_size(value: str) -> tuple[int, int]:
-    """'WIDTHxHEIGHT' → (w, h) within 16..8192, or OptionError('--size')."""
-    try:
-        w, h = (int(x) for x in value.lower().split("x"))
-        if w < 16 or h < 16 or w > 8192 or h > 8192:
-            raise ValueError
-        return w, h
-    except ValueError:
-        raise OptionError("--size", f"'{value}' is not WIDTHxHEIGHT (16..8192)") from None
 
 
 def execute(command: str, p: dict, *, demo: bool = False) -> None:
@@ -248,10 +235,8 @@ def execute(command: str, p: dict, *, demo: bool = False) -> None:
 def _output_values(p: dict, demo_pictures: bool) -> dict:
     """The output options typed (None where left out), checked where the CLI bounds them."""
     palette = p["palette_size"]
-    if palette is not None and not 1 <= palette <= MAX_PALETTE:
-        raise OptionError("--palette", f"must be from 1 to {MAX_PALETTE} bones (leave it out to skin through the "
-                                       f"bone texture), got {palette}")
-    size = parse_size(p["size"]) if p["size"] else ((640, 360) if demo_pictures else None)
+    check_palette(palette, "--palette")
+    size = parse_size(p["size"], "--size") if p["size"] else ((640, 360) if demo_pictures else None)
     reduce_physics = p["reduce_physics"]
     if reduce_physics is not None and any(str(o).lower().endswith(".vmd") for o in p["outputs"]):
         from mmdkit.export.vmd import check_tolerance  # one line naming --reduce-physics, before loading
