@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 
 import mmdkit
+from mmdkit.animation.builder import MotionBuilder
 from mmdkit.animation.view import mmd_view, perspective
 from mmdkit.model.space import MMD_UNITS_PER_METRE
 from mmdkit.render.labels import cameras as cams
@@ -172,3 +173,16 @@ def test_parts_from_the_humanoid_map_and_physics(assets):
               "後髪A1_1": "hair", "すそ1_1": "cloth", "前クローク1_2": "cloth", "左腕捩": "left_upper_arm"}
     for bone, p in expect.items():
         assert part[name[bone]] == PART[p], bone
+
+
+def test_mmd_camera_cuts_are_marked():
+    """Keys one frame apart are a cut: the first rendered frame past it is marked, no other; the
+    field of view gives each frame's K."""
+    mo = MotionBuilder()
+    mo.add_camera_key(0, -40, (0, 10, 0), (0, 0, 0), fov=30)
+    mo.add_camera_key(10, -20, (0, 10, 0), (0, 0.5, 0), fov=50)
+    mo.add_camera_key(11, -60, (5, 0, 0), (0, 0, 0), fov=20)
+    v = cams.mmd_camera_view(mo.build(), np.arange(0.0, 16.0, 2.0), (64, 48))
+    assert v.cut[0].tolist() == [False] * 6 + [True, False]  # frames 0 2 4 6 8 10 12 14: the cut is 10 → 12
+    assert abs(v.K[0, 0, 1, 1] - 24 / math.tan(math.radians(15))) < 1e-9
+    assert abs(v.K[0, 7, 1, 1] - 24 / math.tan(math.radians(10))) < 1e-9
