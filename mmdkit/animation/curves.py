@@ -67,5 +67,5 @@ def interpolation_curves(block: np.ndarray) -> np.ndarray:
     Channel c (X, Y, Z, rotation) reads row c at columns 0, 4, 8, 12 as (x1, y1, x2, y2)/127
     (the diagonal read: row 0 bytes 2–3 hold MMD's per-key physics flag, not a curve).
     """
-    b = block.reshape(-1, 4, 16).astype(np.float64)
-    return b[:, :, [0, 4, 8, 12]] / 127.0
+    b = np.asarray(block).reshape(-1, 4, 16)[:, :, [0, 4, 8, 12]]  # pick the 16 bytes first, then convert
+    return b.astype(np.float64) / 127.0

@@ -22,12 +22,11 @@ from mmdkit.animation.frames import MOTION_FPS
 from mmdkit.errors import OptionError
 from mmdkit.export.gltf.animation import Channel, add_animation
 from mmdkit.export.gltf.container import GltfDocument
-from mmdkit.export.gltf.reduce import continuous_quaternions
 from mmdkit.importers.vrm import MMD_NAMES
 from mmdkit.model.space import MMD_UNITS_PER_METRE, Space
 from mmdkit.retarget.humanoid import humanoid_map
 from mmdkit.retarget.quat import qrot
-from mmdkit.retarget.vrma import normalized_local, normalized_world, tpose
+from mmdkit.retarget.vrma import normalized_local, tpose
 
 OPTIONS = ()
 EXTENSION = "VRMC_vrm_animation"
@@ -57,9 +56,9 @@ def vrma_tracks(baked, hmap=None):
     """(TPose, local (F,J,4) glTF rotations, hips (F,3) glTF metres) of ``baked`` (see module)."""
     model = baked.model
     tp = tpose(model, hmap or humanoid_map(model), _name(model))
-    local = normalized_local(tp, normalized_world(tp, baked.bone_world_rotation))
+    local = normalized_local(tp, baked.bone_world_rotation)
     hips = qrot(tp.facing_q, baked.bone_world_position[:, tp.bone[0]])  # world position, turned to face −z
-    return tp, continuous_quaternions(TO_GLTF.quaternions(local)), TO_GLTF.points(hips)
+    return tp, TO_GLTF.quaternions(local), TO_GLTF.points(hips)
 
 
 def _expressions(model, weight: np.ndarray) -> dict[str, np.ndarray]:

@@ -5,8 +5,8 @@ world rotations of a posed motion (F,B,4) float64 x y z w (MMD space, delta from
 engine poses them). Out: ``TPose`` — J humanoid bones the model has (VRM 1.0 names, parents
 first), the humanoid parent row of each, ``tpose_q`` (J,4) the world rotation taking the rest
 pose to the T-pose per bone and ``position`` (J,3) the T-pose joint positions (MMD space, turned
-to face −z); ``normalized_world``/``normalized_local`` give the VRM normalized rotations (world
-axes, identity in the T-pose) a VRM Animation stores.
+to face −z); ``normalized_local`` gives the VRM normalized rotations (world axes, identity in the
+T-pose) relative to the humanoid parent, as a VRM Animation stores them (F,J,4).
 
 The T-pose (VRM 1.0's: facing +z in glTF = −z here, the character's left +x, arms and fingers
 straight out along ±x, legs straight down) per bone: ``T_b = S_b·F``; F = the yaw turning the
@@ -27,13 +27,16 @@ no rest rotation, so this is the node's glTF rotation).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit, prange
 
+from mmdkit.mathutil import qmul_scalar
 from mmdkit.retarget.align import _left, _yaw_of, check_humanoid, child_candidates
 from mmdkit.retarget.bones import HUMANOID_BONES, HUMANOID_PARENT
-from mmdkit.retarget.quat import qarc, qconj, qmul, qnormalize, qrot, qyaw
+from mmdkit.retarget.quat import qarc, qmul, qrot, qyaw
 
 _ARM = ("UpperArm", "LowerArm", "Hand")
 _LEG = ("UpperLeg", "LowerLeg")
@@ -103,15 +106,43 @@ def tpose(model, hmap, name: str = "model", straighten: bool | None = None) -> T
     return TPose(bones, np.array([hmap[n] for n in bones], np.int64), parent, tq, out, facing)
 
 
-def normalized_world(tp: TPose, world_q: np.ndarray) -> np.ndarray:
-    """(F,J,4) unit N = F·W·T⁻¹ from the model's bone world rotations ``world_q`` (F,B,4) (see
-    module; the engine's worlds drift ~1e-5 off unit length: normalized first)."""
-    w = qnormalize(np.asarray(world_q, np.float64)[:, tp.bone])
-    return qmul(qmul(tp.facing_q, w), qconj(tp.tpose_q))
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def normalized_kernel(bone, parent, facing, tpose_q, world_q, local_out):
+    """Per bone (in parallel) and frame: N = F·W·T⁻¹ (W = world_q[f, bone[j]] made unit), then
+    local_out[f, j] = N_parent⁻¹·N made unit, on the side of frame f−1's (q ≡ −q: neighbours
+    interpolate the short way). bone, parent (J,) int64 (parent row before its children, −1 for
+    the root); facing (4,), tpose_q (J,4), world_q (F,B,4) float64 → local_out (F,J,4) float64."""
+    fx, fy, fz, fw = facing[0], facing[1], facing[2], facing[3]
+    for j in prange(bone.shape[0]):
+        for f in range(world_q.shape[0]):
+            q = _normalized(fx, fy, fz, fw, tpose_q, world_q, bone, f, j)
+            if parent[j] >= 0:
+                p = _normalized(fx, fy, fz, fw, tpose_q, world_q, bone, f, parent[j])
+                q = qmul_scalar(-p[0], -p[1], -p[2], p[3], q[0], q[1], q[2], q[3])
+            n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+            if f > 0 and (q[0] * local_out[f - 1, j, 0] + q[1] * local_out[f - 1, j, 1]
+                          + q[2] * local_out[f - 1, j, 2] + q[3] * local_out[f - 1, j, 3]) < 0.0:
+                n = -n
+            for c in range(4):
+                local_out[f, j, c] = q[c] / n
 
 
-def normalized_local(tp: TPose, world: np.ndarray) -> np.ndarray:
-    """(F,J,4) unit: each bone's normalized rotation relative to its humanoid parent: N_parent⁻¹·N (hips: N)."""
-    parent_world = np.where((tp.parent >= 0)[None, :, None], world[:, np.maximum(tp.parent, 0)],
-                            np.array([0.0, 0.0, 0.0, 1.0]))
-    return qnormalize(qmul(qconj(parent_world), world))
+@njit(cache=True, nogil=True, inline="always", error_model="numpy")
+def _normalized(fx, fy, fz, fw, tpose_q, world_q, bone, f, j):
+    """N = F·W·T⁻¹ of row j at frame f (W made unit), a 4-tuple."""
+    b = bone[j]
+    wx, wy, wz, ww = world_q[f, b, 0], world_q[f, b, 1], world_q[f, b, 2], world_q[f, b, 3]
+    n = math.sqrt(wx * wx + wy * wy + wz * wz + ww * ww)
+    q = qmul_scalar(fx, fy, fz, fw, wx / n, wy / n, wz / n, ww / n)
+    return qmul_scalar(q[0], q[1], q[2], q[3], -tpose_q[j, 0], -tpose_q[j, 1], -tpose_q[j, 2], tpose_q[j, 3])
+
+
+def normalized_local(tp: TPose, world_q: np.ndarray) -> np.ndarray:
+    """(F,J,4) unit: each humanoid bone's normalized rotation relative to its humanoid parent,
+    N_parent⁻¹·N (hips: N), N = F·W·T⁻¹ from the model's bone world rotations ``world_q``
+    (F,B,4) (see module; the engine's worlds drift ~1e-5 off unit length: made unit first), signs
+    continuous over the frames."""
+    world_q = np.ascontiguousarray(world_q, np.float64)
+    out = np.empty((world_q.shape[0], len(tp.bones), 4))
+    normalized_kernel(tp.bone, tp.parent, tp.facing_q, np.ascontiguousarray(tp.tpose_q), world_q, out)
+    return out
