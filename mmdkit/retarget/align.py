@@ -115,13 +115,13 @@ def align(source, source_map, target, target_map, source_name: str = "source",
     sb = np.array([source_map[n] for n in bones], np.int64)
     tb = np.array([target_map[n] for n in bones], np.int64)
     sc, tc = np.full(J, -1, np.int64), np.full(J, -1, np.int64)
-    align_q = np.tile([0.0, 0.0, 0.0, 1.0], (J, 1))
     for j, n in enumerate(bones):
         c = next((c for c in child_candidates(n) if c in common), None)
-        if c is None:
-            continue
-        sc[j], tc[j] = source_map[c], target_map[c]
-        align_q[j] = qarc(qrot(facing, pt[tc[j]] - pt[tb[j]]), ps[sc[j]] - ps[sb[j]])
+        if c is not None:
+            sc[j], tc[j] = source_map[c], target_map[c]
+    has = sc >= 0
+    align_q = np.tile([0.0, 0.0, 0.0, 1.0], (J, 1))
+    align_q[has] = qarc(qrot(facing, pt[tc[has]] - pt[tb[has]]), ps[sc[has]] - ps[sb[has]])
     ls, lt = leg_length(ps, source_map), leg_length(pt, target_map)
     if not (ls > 1e-6 and lt > 1e-6):
         raise FormatError("its legs have no length at rest", path=source_name if ls <= 1e-6 else target_name)
