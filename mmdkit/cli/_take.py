@@ -184,7 +184,8 @@ def output_options(f):
         click.option("-o", "--output", "outputs", required=True, multiple=True,
                      help="Where to write (repeatable: one pass writes them all): a video (.mp4 .mov .mkv .webm "
                           ".avi .gif), one .png, a folder of PNG frames, or .glb/.gltf (mesh + animation), .bvh "
-                          "(skeleton), .vmd (baked motion), .npz (dataset arrays)."),
+                          "(skeleton), .vmd (baked motion), .vrma (VRM Animation of the humanoid), .npz (dataset "
+                          "arrays)."),
     ]
     for o in reversed(opts):
         f = o(f)

@@ -29,6 +29,7 @@ def command(**params):
       mmdkit export Gene.pmx wavefile_v2.vmd -o baked.vmd --reduce 0.001
       mmdkit export Gene.pmx wavefile_v2.vmd -o baked.vmd --reduce 0.001 --reduce-physics 0.05
       mmdkit export Gene.pmx wavefile_v2.vmd -o data.npz --joints humanoid --fps 60
+      mmdkit export Gene.pmx wavefile_v2.vmd -o dance.vrma
       mmdkit export Gene.pmx wavefile_v2.vmd -o dance.glb -o data.npz -o dance.mp4
     """
     execute("export", params)
