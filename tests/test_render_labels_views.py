@@ -83,7 +83,7 @@ def small(assets, tmp_path_factory):
         views = views if views is not None else str(tmp / "run0" / "cameras.json")
         mmdkit.run(Take(model, motion, frames="100:101", physics=True,
                         outputs=(Output(str(out) + "/", {"annotate": True, "views": views, "size": (96, 72),
-                                                         "shards": 3 if k < 2 else None}),)),
+                                                         "shards": 3 if k < 2 else None, "preview": k < 2}),)),
                    warn=lambda *a: None)
         outs.append(out)
     return outs
@@ -96,11 +96,27 @@ def _files(folder):
 def test_the_same_command_twice_gives_the_same_bytes(small):
     a, b, _ = small
     names = _files(a)
-    assert len(names) == 2 * 4 * 2 + 4 + 3 and names == _files(b)  # 2 frames × 4 kinds × 2 views, 4 files, 3 shards
+    assert len(names) == 2 * 4 * 2 + 5 + 3 and names == _files(b)  # 2 frames × 4 kinds × 2 views, 5 files, 3 shards
     for n in names:
         assert (a / n).read_bytes() == (b / n).read_bytes(), n
     j = np.load(a / "joints3d.npz")
     assert j["world"].shape == (2, 39, 3) and j["camera"].shape == (2, 2, 39, 3)
+
+
+def test_preview_is_the_middle_frame(small):
+    """preview.png: per view a column of the picture, the parts, the characters and the depth of the
+    middle frame (index 1 of 2), as the PNGs hold them."""
+    from mmdkit.render.labels.preview import CHARACTER_COLORS, PART_COLORS
+
+    out = small[0]
+    sheet = np.array(Image.open(out / "preview.png"))
+    assert sheet.shape == (4 * 72, 2 * 96, 3)
+    for v in range(2):
+        col = sheet[:, v * 96:(v + 1) * 96]
+        parts, mask = (np.array(Image.open(out / f"view_{v:02d}" / k / "000001.png")) for k in ("parts", "mask"))
+        assert (col[72:144] == PART_COLORS[parts]).all() and (col[144:216] == CHARACTER_COLORS[mask]).all()
+        depth = np.array(Image.open(out / f"view_{v:02d}" / "depth" / "000001.png"))
+        assert ((col[216:] > 0).any(-1) == (depth > 0)).all()
 
 
 def test_webdataset_reads_the_shards(small):

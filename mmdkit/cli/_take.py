@@ -29,7 +29,7 @@ OPTION_NAMES = {"size": "--size", "msaa": "--msaa", "palette_size": "--palette",
                 "scale": "--scale", "vertices": "--vertices", "reduce": "--reduce",
                 "reduce_physics": "--reduce-physics", "annotate": "--annotate", "views": "--views",
                 "view_height": "--view-height", "view_radius": "--view-radius", "view_fov": "--view-fov",
-                "shards": "--shards"}
+                "shards": "--shards", "preview": "--preview"}
 """How the command line names each output option."""
 
 
@@ -181,6 +181,8 @@ def output_options(f):
                      help="--views N: vertical field of view, degrees [default: 30]."),
         click.option("--shards", type=int, default=None, metavar="N",
                      help="--annotate: also N WebDataset tar shards (one sample per view and frame) in OUT/shards/."),
+        click.option("--preview", is_flag=True, default=None,
+                     help="--annotate: also OUT/preview.png, a contact sheet of the middle frame's views and labels."),
         click.option("-o", "--output", "outputs", required=True, multiple=True,
                      help="Where to write (repeatable: one pass writes them all): a video (.mp4 .mov .mkv .webm "
                           ".avi .gif), one .png, a folder of PNG frames, or .glb/.gltf (mesh + animation), .bvh "

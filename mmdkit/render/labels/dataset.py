@@ -5,7 +5,8 @@ in MMD units, character id × 256 + part id), the keypoints of every character (
 model space; the ``Views``, the frames and the ``KeypointRig``. Out (docs/dataset.md):
 OUT/view_XX/{rgb,depth,mask,parts}/NNNNNN.png (NNNNNN: the output frame index), cameras.json,
 labels.json, keypoints.json (COCO; its images and annotations streamed to the folder as lines while
-rendering, so memory stays flat), joints3d.npz, and with ``shards`` WebDataset tars (``shards``). Visibility of a keypoint in a view: 0 outside the
+rendering, so memory stays flat), joints3d.npz, with ``shards`` WebDataset tars (``shards``), with
+``preview`` preview.png, the contact sheet of the middle frame (``preview``). Visibility of a keypoint in a view: 0 outside the
 picture (or behind the camera), 2 when a pixel within one of its own (3×3) shows its character's own
 surface there — a depth test against the label pass's depth: either one of the body parts meeting
 at the keypoint (``KeypointRig.keypoint_parts``: clothes on a limb are that limb) at most
@@ -29,6 +30,7 @@ from mmdkit.model.space import MMD_UNITS_PER_METRE
 from mmdkit.render.labels import cameras as cams
 from mmdkit.render.labels.keypoints import DERIVED, KEYPOINT_NAMES, SKELETON
 from mmdkit.render.labels.parts import PART_NAMES
+from mmdkit.render.labels.preview import contact_sheet
 from mmdkit.render.labels.shards import ShardWriter
 
 MM_PER_UNIT = 1000.0 / MMD_UNITS_PER_METRE
@@ -98,7 +100,8 @@ class DatasetWriter:
     """Writes one annotated render (the module docstring) into a temporary folder beside ``output``,
     moved in by ``close`` (an earlier annotated render's files there are replaced)."""
 
-    def __init__(self, output: str, views: "cams.Views", frames, rig, crowd: int, shards: int | None = None):
+    def __init__(self, output: str, views: "cams.Views", frames, rig, crowd: int, shards: int | None = None,
+                 preview: bool = False):
         self.output = os.path.abspath(output)
         parent = os.path.dirname(self.output.rstrip(os.sep))
         if os.path.exists(self.output) and not os.path.isdir(self.output):
@@ -122,6 +125,8 @@ class DatasetWriter:
         self._anns = open(os.path.join(self.tmp, ".annotations.jsonl"), "w", encoding="utf-8")
         self._next_ann = 1
         self.shards = ShardWriter(self.tmp, shards, F * C) if shards else None
+        self.preview_index = F // 2 if preview else -1
+        self._preview = []
 
     def write(self, i: int, rgb, labels, keypoints, shown) -> None:
         """Output frame i: rgb (C,H,W,3) uint8, labels (C,H,W,2) float32, keypoints (N,J,3) float64 MMD
@@ -149,6 +154,8 @@ class DatasetWriter:
             vis = visibility(uv, cam[..., 2] * MMD_UNITS_PER_METRE, self.rig, character, part, depth, ids)
             self.visible[i, c] = vis
             image, anns = self._coco(i, c, uv, vis, character)
+            if i == self.preview_index:
+                self._preview.append(tuple(pictures[k].copy() for k in ("rgb", "parts", "mask", "depth")) + (uv, vis))
             if self.shards is not None:
                 meta = {"image": image, "annotations": anns, "K": self.K[c, i].round(6).tolist(),
                         "R": self.R[c, i].round(9).tolist(), "t": self.t[c, i].round(9).tolist()}
@@ -191,6 +198,9 @@ class DatasetWriter:
         if self.shards is not None:
             self.shards.close()
         tmp = self.tmp
+        if self._preview:
+            with open(os.path.join(tmp, "preview.png"), "wb") as f:
+                f.write(_png_bytes(contact_sheet(self._preview, SKELETON)))
         _json(os.path.join(tmp, "cameras.json"), cams.cameras_json(self.views, self.frames))
         _json(os.path.join(tmp, "labels.json"), labels_doc)
         self._keypoints_json(os.path.join(tmp, "keypoints.json"))
@@ -279,6 +289,8 @@ def labels_json(views, crowd: int, rig, alpha_cut: float) -> dict:
                               "picture, 1 hidden, 2 seen (depth test); one annotation per character in view",
             "joints3d.npz": "world (F,J,3) and camera (F,C,J,3) metres of character 1; crowd_world (F,N,J,3), "
                             "crowd_camera (F,C,N,J,3), visibility (F,C,N,J), frames (F,), names (J,), views (C,)",
+            "preview.png": "with preview: the middle frame's views (columns): picture with COCO-17 keypoints "
+                           "(green seen, red hidden), parts, characters, depth (rows)",
             "shards/shard-NNNNNN.tar": "with shards: WebDataset samples KEY = FFFFFF_view_XX (frame index, view) "
                                        "holding rgb.png, depth.png, mask.png, parts.png and json (COCO image, "
                                        "annotations, K, R, t)"},

@@ -5,7 +5,8 @@ cameras (``dataset``'s files, docs/dataset.md).
 In: a LoadedTake's characters as the driver poses them; the views: ``views`` a count (cameras on a
 ring around what the motion sweeps: ``cameras.ring_views`` with ``view_height``/``view_radius``
 metres and ``view_fov`` degrees) or a cameras.json path, plus the take's camera motion as one more
-view; neither: the render's automatic camera. ``shards``: also WebDataset tars (``shards``). Out: the folder ``output`` and a summary (frames,
+view; neither: the render's automatic camera. ``shards``: also WebDataset tars (``shards``);
+``preview``: also a contact sheet of the middle frame (``preview``). Out: the folder ``output`` and a summary (frames,
 views, seconds, fps, output, warnings).
 Threads as ``RenderSink``: the GL thread draws frame n (per view: the picture, then the label pass
 from the same skinned vertices; characters are uploaded and skinned once a frame) while the driver
@@ -35,7 +36,7 @@ from mmdkit.render.materials import MaterialValues
 from mmdkit.runtime.crowd import crowd_offsets, crowd_spacing, rest_box
 from mmdkit.runtime.driver import Sink
 
-ANNOTATE_OPTIONS = ("annotate", "views", "view_height", "view_radius", "view_fov", "shards")
+ANNOTATE_OPTIONS = ("annotate", "views", "view_height", "view_radius", "view_fov", "shards", "preview")
 """Options of an annotated render (besides the picture options size, msaa, shadows, floor)."""
 
 
@@ -67,10 +68,10 @@ class AnnotateSink(Sink):
     geometry = True
 
     def __init__(self, output: str, *, size=(1280, 720), msaa: int = 4, views=None, view_height=None,
-                 view_radius=None, view_fov=None, shards: int | None = None, ground_shadow: bool = True,
-                 self_shadow: bool = False, floor: bool = False, warn=print, names=None):
+                 view_radius=None, view_fov=None, shards: int | None = None, preview: bool = False,
+                 ground_shadow: bool = True, self_shadow: bool = False, floor: bool = False, warn=print, names=None):
         check_views(views, view_height, view_radius, view_fov, names, shards)
-        self.shards = shards
+        self.shards, self.preview = shards, bool(preview)
         self.output, self.size, self.msaa, self.warn = output, tuple(size), msaa, warn
         self.view_spec = dict(views=views, height=view_height, radius=view_radius,
                               fov=cams.DEFAULT_FOV if view_fov is None else float(view_fov))
@@ -101,7 +102,7 @@ class AnnotateSink(Sink):
         self.rig = keypoint_rig(model)
         self.offsets = np.asarray(offsets, np.float64)
         self.eye_distance = _eye_distances(self.views.view, (box[0] + box[1]) / 2)
-        self.writer = DatasetWriter(self.output, self.views, loaded.frames, self.rig, crowd, self.shards)
+        self.writer = DatasetWriter(self.output, self.views, loaded.frames, self.rig, crowd, self.shards, self.preview)
         self._gl = ThreadPoolExecutor(1, thread_name_prefix="mmdkit-gl")
         self._out = ThreadPoolExecutor(1, thread_name_prefix="mmdkit-annotate")
         self.ren, self.labels = self._gl.submit(self._build, model, crowd, offsets, box).result()
