@@ -110,3 +110,44 @@ def test_first_person_and_look_at_kept(godette, vrm1, mmdkit_cli):
     assert d["first_person"] and d["look_at"] and d["spring_joints"] == 2 and d["expressions"]["aa"] == "あ"
     code, out = mmdkit_cli("info", str(godette))[:2]
     assert "17 expressions as morphs, 16 spring joints in 3 chains" in out and "first-person, look-at" in out
+
+
+def _mutated(path: tuple, value) -> bytes:
+    """vrm1_bytes with the JSON value at ``path`` (under ``extensions``) replaced."""
+    import struct
+
+    data = vrm1_bytes()
+    n = struct.unpack("<I", data[12:16])[0]
+    root, rest = json.loads(data[20:20 + n]), data[20 + n:]
+    o = root["extensions"]
+    for k in path[:-1]:
+        o = o[k]
+    o[path[-1]] = value
+    text = json.dumps(root).encode()
+    text += b" " * (-len(text) % 4)
+    body = struct.pack("<II", len(text), 0x4E4F534A) + text + rest
+    return struct.pack("<III", 0x46546C67, 2, 12 + len(body)) + body
+
+
+@pytest.mark.parametrize("path, value", [
+    (("VRMC_vrm", "expressions", "preset", "aa", "morphTargetBinds"), 3),
+    (("VRMC_vrm", "expressions", "preset", "aa", "morphTargetBinds", 0, "index"), None),
+    (("VRMC_vrm", "expressions", "preset", "blink"), "x"),
+    (("VRMC_springBone", "colliders"), 7),
+    (("VRMC_springBone", "springs", 0, "joints", 1, "node"), "hair2"),
+    (("VRMC_springBone", "springs", 0, "joints", 0, "stiffness"), [1]),
+    (("VRMC_springBone", "colliderGroups", 0, "colliders"), [0, 99]),
+])
+def test_malformed_vrm_entries_are_skipped(tmp_path, path, value):
+    """A bad expression, spring or collider entry is skipped (a warning where something was
+    dropped); the model still loads, poses and simulates finitely."""
+    from mmdkit.physics import physics_for
+
+    p = tmp_path / "bad.vrm"
+    p.write_bytes(_mutated(path, value))
+    model = mmdkit.load(p)
+    ch = Character(model, _vmd({"あ": 1.0}), physics_for(model))
+    for f in range(3):
+        ch.update(f)
+    assert np.isfinite(ch.bone_world).all() and np.isfinite(ch.vertex_offset).all()
+    assert model.morph_index("あ") >= 0

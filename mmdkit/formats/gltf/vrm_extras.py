@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mmdkit.formats.gltf.vrm_springs import SpringJoints, read_springs_0x, read_springs_1x
+from mmdkit.formats.gltf.vrm_springs import SpringJoints, items, read_springs_0x, read_springs_1x
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,8 @@ def _index(x, hi: int) -> int:
     return x if isinstance(x, int) and not isinstance(x, bool) and 0 <= x < hi else -1
 
 
-def _bind(mesh: int, target: int, weight: float, meshes) -> tuple | None:
-    if mesh < 0 or not 0 <= target < len(meshes[mesh].target_name):
+def _bind(mesh: int, target, weight: float, meshes) -> tuple | None:
+    if mesh < 0 or _index(target, len(meshes[mesh].target_name)) < 0:
         return None
     return mesh, target, weight
 
@@ -88,13 +88,14 @@ def _expressions_0x(vrm: dict, meshes, warnings: list[str]) -> tuple:
             bad += 1
             continue
         binds = []
-        for b in g.get("binds") or ():
+        for b in items(g, "binds"):
             r = _bind(_index(b.get("mesh"), len(meshes)), b.get("index"), _num(b.get("weight")) / 100.0,
                       meshes) if isinstance(b, dict) else None
             bad += r is None
             binds += [r] if r else []
         preset = PRESETS_0X.get(str(g.get("presetName", "")).lower(), "")
-        out.append(Expression(g.get("name") or preset, preset, tuple(binds), bool(g.get("isBinary", False))))
+        name = g.get("name") if isinstance(g.get("name"), str) and g.get("name") else preset
+        out.append(Expression(name, preset, tuple(binds), g.get("isBinary") is True))
     if bad and warnings is not None:
         warnings.append(f"VRM 0.x blendShapeMaster: {bad} groups or binds that name no morph target skipped")
     return tuple(out)
@@ -110,7 +111,7 @@ def _expressions_1x(vrm: dict, node_mesh: np.ndarray, meshes, warnings: list[str
                 bad += 1
                 continue
             binds = []
-            for b in e.get("morphTargetBinds") or ():
+            for b in items(e, "morphTargetBinds"):
                 node = _index(b.get("node"), len(node_mesh)) if isinstance(b, dict) else -1
                 r = _bind(int(node_mesh[node]) if node >= 0 else -1, b.get("index"), _num(b.get("weight")),
                           meshes) if node >= 0 else None
@@ -119,7 +120,7 @@ def _expressions_1x(vrm: dict, node_mesh: np.ndarray, meshes, warnings: list[str
             overrides = tuple((k, e[k]) for k in ("overrideBlink", "overrideLookAt", "overrideMouth")
                               if isinstance(e.get(k), str))
             out.append(Expression(name, name if kind == "preset" else "", tuple(binds),
-                                  bool(e.get("isBinary", False)), overrides))
+                                  e.get("isBinary") is True, overrides))
     if bad and warnings is not None:
         warnings.append(f"VRM 1.0 expressions: {bad} expressions or binds that name no morph target skipped")
     return tuple(out)
@@ -153,10 +154,10 @@ def _mtoon_0x(p: dict, textures: list, n_images: int) -> MToon | None:
     k = _index(t.get("_ShadeTexture"), len(textures))
     image = _index(textures[k].get("source"), n_images) if k >= 0 and isinstance(textures[k], dict) else -1
     # 0.x colours are gamma (Unity's Color): to linear, as 1.0's factors are
-    shade = tuple(c ** 2.2 for c in _vec(v.get("_ShadeColor"), 3, (0.97, 0.81, 0.86)))
-    rim = tuple(c ** 2.2 for c in _vec(v.get("_RimColor"), 3, (0.0, 0.0, 0.0)))
-    return MToon(tuple(max(0.0, c) for c in shade), _num(f.get("_ShadeShift")), _num(f.get("_ShadeToony"), 0.9),
-                 image, tuple(max(0.0, c) for c in rim), _num(f.get("_OutlineWidth")))
+    shade = tuple(min(max(c, 0.0), 1e3) ** 2.2 for c in _vec(v.get("_ShadeColor"), 3, (0.97, 0.81, 0.86)))
+    rim = tuple(min(max(c, 0.0), 1e3) ** 2.2 for c in _vec(v.get("_RimColor"), 3, (0.0, 0.0, 0.0)))
+    return MToon(shade, _num(f.get("_ShadeShift")), _num(f.get("_ShadeToony"), 0.9), image, rim,
+                 _num(f.get("_OutlineWidth")))
 
 
 def _mtoon(root: dict, vrm: dict, version: str, n_materials: int) -> tuple:
@@ -166,8 +167,9 @@ def _mtoon(root: dict, vrm: dict, version: str, n_materials: int) -> tuple:
     if version == "1.0":
         return tuple(_mtoon_1x(m, textures, n_images) if isinstance(m, dict) else None for m in mats[:n_materials])
     props = vrm.get("materialProperties") if isinstance(vrm.get("materialProperties"), list) else []
-    by_name = {p.get("name"): p for p in props if isinstance(p, dict)}
-    return tuple(_mtoon_0x(by_name.get(m.get("name")) if isinstance(m, dict) else None, textures, n_images)
+    by_name = {p["name"]: p for p in props if isinstance(p, dict) and isinstance(p.get("name"), str)}
+    return tuple(_mtoon_0x(by_name.get(m.get("name")) if isinstance(m, dict) and isinstance(m.get("name"), str)
+                           else None, textures, n_images)
                  for m in mats[:n_materials])
 
 

@@ -63,6 +63,12 @@ def _node(x, n: int) -> int:
     return x if isinstance(x, int) and not isinstance(x, bool) and 0 <= x < n else -1
 
 
+def items(d, key: str) -> list:
+    """``d[key]`` when ``d`` is an object and that is a list, else [] (a malformed entry is skipped)."""
+    v = d.get(key) if isinstance(d, dict) else None
+    return v if isinstance(v, list) else []
+
+
 def _vec(x, default, flip_z: bool = False) -> tuple:
     if isinstance(x, dict):  # 0.x {x, y, z}
         v = [_num(x.get(k), d) for k, d in zip("xyz", default)]
@@ -124,7 +130,7 @@ def _params_1x(j: dict) -> tuple:
 def _colliders_1x(ext: dict, b: _Builder) -> list[list[int]]:
     """The file's colliders into ``b``; returns per collider group its rows in ``b.colliders``."""
     rows = []
-    for c in ext.get("colliders") or ():
+    for c in items(ext, "colliders"):
         shape = c.get("shape") if isinstance(c, dict) and isinstance(c.get("shape"), dict) else {}
         node = _node(c.get("node"), b.n) if isinstance(c, dict) else -1
         s, cap = shape.get("sphere"), shape.get("capsule")
@@ -140,7 +146,7 @@ def _colliders_1x(ext: dict, b: _Builder) -> list[list[int]]:
             rows.append(-1)
             b.skipped += 1
     groups = []
-    for g in ext.get("colliderGroups") or ():
+    for g in items(ext, "colliderGroups"):
         ids = g.get("colliders") if isinstance(g, dict) and isinstance(g.get("colliders"), list) else []
         groups.append([rows[k] for k in ids if _node(k, len(rows)) >= 0 and rows[k] >= 0])
     return groups
@@ -152,14 +158,14 @@ def read_springs_1x(ext, root: dict, n_nodes: int, warnings: list[str]) -> Sprin
         return None
     b = _Builder(n_nodes)
     groups = _colliders_1x(ext, b)
-    for s in ext.get("springs") or ():
-        joints = [j for j in (s.get("joints") or ()) if isinstance(j, dict)] if isinstance(s, dict) else []
+    for s in items(ext, "springs"):
+        joints = [j for j in items(s, "joints") if isinstance(j, dict)] if isinstance(s, dict) else []
         nodes = [_node(j.get("node"), n_nodes) for j in joints]
         if len(nodes) < 2:
             b.skipped += len(nodes)
             continue
         b.centers.append(_node(s.get("center"), n_nodes))
-        b.chain_colliders.append(sorted({k for g in (s.get("colliderGroups") or ()) if _node(g, len(groups)) >= 0
+        b.chain_colliders.append(sorted({k for g in items(s, "colliderGroups") if _node(g, len(groups)) >= 0
                                          for k in groups[g]}))
         for i in range(len(nodes) - 1):  # the last joint is only a tail
             b.joint(nodes[i], nodes[i + 1], _params_1x(joints[i]))
@@ -170,7 +176,7 @@ def read_springs_1x(ext, root: dict, n_nodes: int, warnings: list[str]) -> Sprin
 
 def _children(root: dict, n_nodes: int) -> list[list[int]]:
     nodes = root.get("nodes") if isinstance(root.get("nodes"), list) else []
-    return [[c for c in (n.get("children") or ()) if _node(c, n_nodes) >= 0] if isinstance(n, dict) else []
+    return [[c for c in items(n, "children") if _node(c, n_nodes) >= 0] if isinstance(n, dict) else []
             for n in nodes[:n_nodes]]
 
 
@@ -180,10 +186,10 @@ def read_springs_0x(sec, root: dict, n_nodes: int, warnings: list[str]) -> Sprin
         return None
     b = _Builder(n_nodes)
     groups = []
-    for g in sec.get("colliderGroups") or ():
+    for g in items(sec, "colliderGroups"):
         node = _node(g.get("node"), n_nodes) if isinstance(g, dict) else -1
         rows = []
-        for c in (g.get("colliders") or ()) if node >= 0 else ():
+        for c in items(g, "colliders") if node >= 0 else ():
             if isinstance(c, dict):
                 off = _vec(c.get("offset"), (0.0, 0.0, 0.0), flip_z=True)  # Unity → glTF
                 rows.append(len(b.colliders))
@@ -191,7 +197,7 @@ def read_springs_0x(sec, root: dict, n_nodes: int, warnings: list[str]) -> Sprin
         b.skipped += node < 0
         groups.append(rows)
     children = _children(root, n_nodes)
-    for g in sec.get("boneGroups") or ():
+    for g in items(sec, "boneGroups"):
         if not isinstance(g, dict):
             continue
         params = (max(0.0, _num(g.get("stiffiness", g.get("stiffness")), 1.0)),
@@ -199,9 +205,9 @@ def read_springs_0x(sec, root: dict, n_nodes: int, warnings: list[str]) -> Sprin
                   max(0.0, _num(g.get("hitRadius"), 0.0)),
                   _vec(g.get("gravityDir"), (0.0, -1.0, 0.0), flip_z=True))
         b.centers.append(_node(g.get("center"), n_nodes))
-        b.chain_colliders.append(sorted({k for i in (g.get("colliderGroups") or ()) if _node(i, len(groups)) >= 0
+        b.chain_colliders.append(sorted({k for i in items(g, "colliderGroups") if _node(i, len(groups)) >= 0
                                          for k in groups[i]}))
-        for r in g.get("bones") or ():
+        for r in items(g, "bones"):
             stack = [_node(r, n_nodes)]
             while stack:
                 node = stack.pop()
