@@ -35,7 +35,7 @@ def run(assets, tmp_path_factory):
     cam.add_camera_key(20, -35.0, (-3.0, 10.0, 0.0), (0.05, -0.3, 0.0), fov=25)
     take = Take(assets / "gene" / "Gene_light.pmx", assets / "gene" / "motion" / "01_happy.vmd", camera=cam.build(),
                 frames=FRAMES, crowd=2,
-                outputs=(Output(str(tmp / "out") + "/", {"annotate": True, "views": 4, "size": (W, H)}),
+                outputs=(Output(str(tmp / "out") + "/", {"annotate": True, "views": 4, "size": (W, H), "normals": True}),
                          Output(str(tmp / "ref.npz"), {"vertices": True})))
     info = mmdkit.run(take, warn=lambda *a: None)
     out = tmp / "out"
@@ -208,3 +208,26 @@ def test_occluded_keypoints(run):
     eyes = [KEYPOINT_NAMES.index(n) for n in ("left_eye", "right_eye", "nose")]
     anns = coco.loadAnns(coco.getAnnIds(imgIds=[front["id"]]))
     assert len(anns) == 2 and all((np.array(a["keypoints"]).reshape(-1, 3)[eyes, 2] == 2).all() for a in anns)
+
+
+@pytest.mark.parametrize("view", [0, 4])
+def test_normals_face_the_camera_and_follow_the_depth(run, view):
+    """Camera-space normals: unit length (to the PNG's 8 bits), facing the camera, and within 20° (median)
+    of the normals the depth PNG gives (back-projected pixels, crossed neighbours) on smooth skin."""
+    mask = _png(run, "mask", view, 0) > 0
+    n = _png(run, "normal", view, 0).astype(np.float64) / 127.5 - 1.0
+    assert (_png(run, "normal", view, 0)[~mask] == 0).all()
+    length = np.linalg.norm(n[mask], axis=1)
+    assert np.abs(length - 1).max() < 0.02 and (n[mask][:, 2] < 0).mean() > 0.97
+    K = _krt(run, view, 0)[0]
+    z = _png(run, "depth", view, 0).astype(np.float64) / 1000
+    ys, xs = np.mgrid[0:H, 0:W]
+    p = np.stack([xs, ys, np.ones_like(xs)], -1) @ np.linalg.inv(K).T * z[..., None]  # camera points
+    dx, dy = p[1:-1, 2:] - p[1:-1, :-2], p[2:, 1:-1] - p[:-2, 1:-1]
+    g = -np.cross(dx, dy)  # x right × y down points away from the camera
+    g /= np.linalg.norm(g, axis=-1, keepdims=True) + 1e-12
+    inner = mask[1:-1, 1:-1] & mask[1:-1, 2:] & mask[1:-1, :-2] & mask[2:, 1:-1] & mask[:-2, 1:-1]
+    step = np.maximum(np.abs(z[1:-1, 2:] - z[1:-1, :-2]), np.abs(z[2:, 1:-1] - z[:-2, 1:-1]))
+    smooth = inner & (step < 0.03)
+    cos = np.einsum("ijk,ijk->ij", g, n[1:-1, 1:-1])[smooth]
+    assert smooth.sum() > 1000 and np.degrees(np.arccos(np.median(np.clip(cos, -1, 1)))) < 20

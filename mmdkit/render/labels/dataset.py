@@ -77,6 +77,13 @@ def visibility(uv, z, rig, character, part, depth, ids) -> np.ndarray:
     return v
 
 
+def normal_rgb(normal: np.ndarray, character: np.ndarray) -> np.ndarray:
+    """(H,W,3) uint8 of unit normals (H,W,3): round((n + 1) · 127.5) per axis, 0 where no character."""
+    rgb = np.rint((np.clip(normal, -1.0, 1.0) + 1.0) * 127.5).astype(np.uint8)
+    rgb[character == 0] = 0
+    return rgb
+
+
 def runs(mask: np.ndarray) -> list:
     """COCO's uncompressed RLE of a (H,W) bool mask: run lengths down the columns (column-major),
     starting with a run of zeros."""
@@ -101,7 +108,7 @@ class DatasetWriter:
     moved in by ``close`` (an earlier annotated render's files there are replaced)."""
 
     def __init__(self, output: str, views: "cams.Views", frames, rig, crowd: int, shards: int | None = None,
-                 preview: bool = False):
+                 preview: bool = False, normals: bool = False):
         self.output = os.path.abspath(output)
         parent = os.path.dirname(self.output.rstrip(os.sep))
         if os.path.exists(self.output) and not os.path.isdir(self.output):
@@ -114,8 +121,9 @@ class DatasetWriter:
             raise RenderError(f"cannot write '{output}': {e.strerror or e}") from None
         self.views, self.frames, self.rig, self.crowd = views, np.asarray(frames, np.float64), rig, crowd
         C, F, J = len(views), len(self.frames), len(KEYPOINT_NAMES)
+        self.kinds = KINDS + (("normal",) if normals else ())
         for c in range(C):
-            for kind in KINDS:
+            for kind in self.kinds:
                 os.makedirs(os.path.join(self.tmp, f"view_{c:02d}", kind))
         self.K, self.R, self.t = views.K, views.R, views.t
         self.world = np.full((F, crowd, J, 3), np.nan)
@@ -128,9 +136,10 @@ class DatasetWriter:
         self.preview_index = F // 2 if preview else -1
         self._preview = []
 
-    def write(self, i: int, rgb, labels, keypoints, shown) -> None:
+    def write(self, i: int, rgb, labels, keypoints, shown, normals=None) -> None:
         """Output frame i: rgb (C,H,W,3) uint8, labels (C,H,W,2) float32, keypoints (N,J,3) float64 MMD
-        model space, shown (N,) bool (a character a property key hides has no keypoints)."""
+        model space, shown (N,) bool (a character a property key hides has no keypoints), normals
+        (C,H,W,3) float32 camera space or None."""
         world = keypoints * (cams.S_AXIS.diagonal() / MMD_UNITS_PER_METRE)  # glTF metres
         world[~shown] = np.nan
         self.world[i] = world
@@ -141,6 +150,8 @@ class DatasetWriter:
             pictures = {"rgb": rgb[c], "depth": depth_mm(depth, character),
                         "mask": character.astype(np.uint8 if self.crowd < 256 else np.uint16),
                         "parts": part.astype(np.uint8)}
+            if normals is not None:
+                pictures["normal"] = normal_rgb(normals[c], character)
             encoded = {k: _png_bytes(a) for k, a in pictures.items()}
             for kind, data in encoded.items():
                 with open(os.path.join(folder, kind, name), "wb") as f:
@@ -289,6 +300,9 @@ def labels_json(views, crowd: int, rig, alpha_cut: float) -> dict:
                               "picture, 1 hidden, 2 seen (depth test); one annotation per character in view",
             "joints3d.npz": "world (F,J,3) and camera (F,C,J,3) metres of character 1; crowd_world (F,N,J,3), "
                             "crowd_camera (F,C,N,J,3), visibility (F,C,N,J), frames (F,), names (J,), views (C,)",
+            "view_XX/normal/NNNNNN.png": "with normals: RGB = round((n + 1) * 127.5) of the unit surface normal "
+                                         "in camera axes (x right, y down, z forward), facing the camera; 0 = "
+                                         "no character",
             "preview.png": "with preview: the middle frame's views (columns): picture with COCO-17 keypoints "
                            "(green seen, red hidden), parts, characters, depth (rows)",
             "shards/shard-NNNNNN.tar": "with shards: WebDataset samples KEY = FFFFFF_view_XX (frame index, view) "

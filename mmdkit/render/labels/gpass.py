@@ -5,8 +5,9 @@ In: a ``Renderer`` (compute-shader skinning: not the palette path) that has just
 (its Skinned buffer holds this frame's vertices), the part id of each vertex (V,) int32, the
 view/projection of the view and the frame's ``MaterialValues``. Out: ``draw(...)`` fills an
 (H, W, 2) float32 array, top row first: [..., 0] the depth along the camera's forward axis in MMD
-units (0: no character), [..., 1] character id × 256 + part id (0: background). One sample per
-pixel, at its centre; a surface counts where its alpha (material × texture) is at least
+units (0: no character), [..., 1] character id × 256 + part id (0: background); with ``normals``
+also an (H, W, 3) float32 array of unit normals in OpenCV's camera axes (x right, y down, z
+forward; turned to face the camera; 0 on the background). One sample per pixel, at its centre; a surface counts where its alpha (material × texture) is at least
 ``ALPHA_CUT``; culling as the main pass; edges and the ground shadow are not labelled.
 """
 
@@ -26,21 +27,24 @@ ALPHA_CUT = 0.5
 class LabelPass:
     """A single-sample framebuffer (RG32F labels + depth) beside the renderer's, and its program."""
 
-    def __init__(self, renderer, vertex_part: np.ndarray):
+    def __init__(self, renderer, vertex_part: np.ndarray, normals: bool = False):
         if renderer.palette is not None:
             raise OptionError("palette_size", "annotated renders skin through the bone texture; leave --palette out")
         self.ren = renderer
         ctx, geo = renderer.ctx, renderer.geometry
         size = (renderer.width, renderer.height)
-        self.prog = compile_program(ctx, "label", vertex_shader=shader_source("buffers.glsl", "labels.vert"),
-                                    fragment_shader=shader_source("labels.frag"))
+        defines = "#define NORMALS" if normals else ""
+        self.prog = compile_program(ctx, "label", vertex_shader=shader_source("buffers.glsl", "labels.vert",
+                                                                              defines=defines),
+                                    fragment_shader=shader_source("labels.frag", defines=defines))
+        self.normals = normals
         for name, value in (("u_num_vertices", geo.num_vertices), ("u_uv_rows", len(geo.uv_rows)),
                             ("u_morph_rows", len(geo.morph_rows)), ("u_tex", 1), ("u_alpha_cut", ALPHA_CUT)):
             if name in self.prog:
                 self.prog[name].value = value
         try:
-            self.fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 2, dtype="f4")],
-                                       depth_attachment=ctx.depth_renderbuffer(size))
+            targets = [ctx.renderbuffer(size, 2, dtype="f4")] + ([ctx.renderbuffer(size, 4, dtype="f4")] if normals else [])
+            self.fbo = ctx.framebuffer(color_attachments=targets, depth_attachment=ctx.depth_renderbuffer(size))
         except moderngl.Error as e:
             raise RenderError(f"this OpenGL cannot make a {size[0]}x{size[1]} label picture ({e})") from None
         part = np.zeros(max(geo.num_vertices, 1), np.int32)
@@ -49,10 +53,12 @@ class LabelPass:
         self.vao = geo.bare_vertex_array(self.prog)
         self._gl_mats = np.empty((2, 4, 4), np.float32)
         self._readback = np.empty((renderer.height, renderer.width, 2), np.float32)
+        self._normal_back = np.empty((renderer.height, renderer.width, 4), np.float32) if normals else None
 
-    def draw(self, view, proj, values, out: np.ndarray) -> np.ndarray:
+    def draw(self, view, proj, values, out: np.ndarray, normals_out: np.ndarray | None = None) -> np.ndarray:
         """Label the frame the renderer just skinned, seen through (view, proj) (4,4) GL matrices;
-        ``out`` (H, W, 2) float32 (the module docstring)."""
+        ``out`` (H, W, 2) float32, ``normals_out`` (H, W, 3) float32 when built with normals (the
+        module docstring)."""
         ren, prog = self.ren, self.prog
         ctx, geo, table, textures = ren.ctx, ren.geometry, ren.materials, ren.textures
         prog["u_view"].write(passes.gl_matrix(view, self._gl_mats[0]))
@@ -81,4 +87,7 @@ class LabelPass:
         ctx.disable(moderngl.CULL_FACE)
         self.fbo.read_into(self._readback, components=2, dtype="f4", alignment=1)
         np.copyto(out, self._readback[::-1])
+        if normals_out is not None:
+            self.fbo.read_into(self._normal_back, components=4, dtype="f4", alignment=1, attachment=1)
+            np.copyto(normals_out, self._normal_back[::-1, :, :3])
         return out

@@ -6,7 +6,8 @@ In: a LoadedTake's characters as the driver poses them; the views: ``views`` a c
 ring around what the motion sweeps: ``cameras.ring_views`` with ``view_height``/``view_radius``
 metres and ``view_fov`` degrees) or a cameras.json path, plus the take's camera motion as one more
 view; neither: the render's automatic camera. ``shards``: also WebDataset tars (``shards``);
-``preview``: also a contact sheet of the middle frame (``preview``). Out: the folder ``output`` and a summary (frames,
+``preview``: also a contact sheet of the middle frame (``preview``); ``normals``: also camera-space
+normals per pixel. Out: the folder ``output`` and a summary (frames,
 views, seconds, fps, output, warnings).
 Threads as ``RenderSink``: the GL thread draws frame n (per view: the picture, then the label pass
 from the same skinned vertices; characters are uploaded and skinned once a frame) while the driver
@@ -36,7 +37,7 @@ from mmdkit.render.materials import MaterialValues
 from mmdkit.runtime.crowd import crowd_offsets, crowd_spacing, rest_box
 from mmdkit.runtime.driver import Sink
 
-ANNOTATE_OPTIONS = ("annotate", "views", "view_height", "view_radius", "view_fov", "shards", "preview")
+ANNOTATE_OPTIONS = ("annotate", "views", "view_height", "view_radius", "view_fov", "shards", "preview", "normals")
 """Options of an annotated render (besides the picture options size, msaa, shadows, floor)."""
 
 
@@ -68,10 +69,10 @@ class AnnotateSink(Sink):
     geometry = True
 
     def __init__(self, output: str, *, size=(1280, 720), msaa: int = 4, views=None, view_height=None,
-                 view_radius=None, view_fov=None, shards: int | None = None, preview: bool = False,
+                 view_radius=None, view_fov=None, shards: int | None = None, preview: bool = False, normals: bool = False,
                  ground_shadow: bool = True, self_shadow: bool = False, floor: bool = False, warn=print, names=None):
         check_views(views, view_height, view_radius, view_fov, names, shards)
-        self.shards, self.preview = shards, bool(preview)
+        self.shards, self.preview, self.normals = shards, bool(preview), bool(normals)
         self.output, self.size, self.msaa, self.warn = output, tuple(size), msaa, warn
         self.view_spec = dict(views=views, height=view_height, radius=view_radius,
                               fov=cams.DEFAULT_FOV if view_fov is None else float(view_fov))
@@ -102,7 +103,8 @@ class AnnotateSink(Sink):
         self.rig = keypoint_rig(model)
         self.offsets = np.asarray(offsets, np.float64)
         self.eye_distance = _eye_distances(self.views.view, (box[0] + box[1]) / 2)
-        self.writer = DatasetWriter(self.output, self.views, loaded.frames, self.rig, crowd, self.shards, self.preview)
+        self.writer = DatasetWriter(self.output, self.views, loaded.frames, self.rig, crowd, self.shards, self.preview,
+                                    self.normals)
         self._gl = ThreadPoolExecutor(1, thread_name_prefix="mmdkit-gl")
         self._out = ThreadPoolExecutor(1, thread_name_prefix="mmdkit-annotate")
         self.ren, self.labels = self._gl.submit(self._build, model, crowd, offsets, box).result()
@@ -114,7 +116,8 @@ class AnnotateSink(Sink):
                          np.empty((crowd, len(self.rows[0]), 3), np.float32),
                          np.empty((crowd, len(self.rows[1]), 4), np.float32),
                          np.empty((crowd, J, 3)), np.empty(crowd, bool)) for _ in range(2)]
-        self._pictures = [(np.empty((C, H, W, 3), np.uint8), np.empty((C, H, W, 2), np.float32)) for _ in range(2)]
+        self._pictures = [(np.empty((C, H, W, 3), np.uint8), np.empty((C, H, W, 2), np.float32),
+                           np.empty((C, H, W, 3), np.float32) if self.normals else None) for _ in range(2)]
         self._materials = [None, None]
         self._drawing = [None, None]
         self._writing = None
@@ -128,7 +131,7 @@ class AnnotateSink(Sink):
             ren.set_instance_offsets(offsets)
             lo, hi = box
             ren.place_floor((lo + hi) / 2, 8.0 * float(np.linalg.norm(hi - lo)) + 50.0)
-            return ren, LabelPass(ren, vertex_parts(model))
+            return ren, LabelPass(ren, vertex_parts(model), self.normals)
         except BaseException:
             ren.release()
             raise
@@ -150,16 +153,16 @@ class AnnotateSink(Sink):
     def _draw(self, i: int, turn: int, materials) -> None:
         """On the GL thread: every view of frame i, then its files to the writer thread."""
         skins, voff, uvoff, kp, shown = self._inputs[turn]
-        rgb, labels = self._pictures[turn]
+        rgb, labels, normals = self._pictures[turn]
         v = self.views
         for c in range(len(v)):
             view, proj = v.view[c, i], v.proj[c, i]
             self.ren.render(skins, view, proj, vertex_offset=voff, uv_offset=uvoff, materials=materials, out=rgb[c],
                             eye_distance=self.eye_distance[c, i], skinned=c > 0)
-            self.labels.draw(view, proj, materials, labels[c])
+            self.labels.draw(view, proj, materials, labels[c], None if normals is None else normals[c])
         if self._writing is not None:
             self._writing.result()
-        self._writing = self._out.submit(self.writer.write, i, rgb, labels, kp.copy(), shown.copy())
+        self._writing = self._out.submit(self.writer.write, i, rgb, labels, kp.copy(), shown.copy(), normals)
 
     def _drain(self) -> None:
         for d in self._drawing:
