@@ -4,8 +4,8 @@ poses it, and dances survive the trip through a .vrma.
 - three-vrm (``@pixiv/three-vrm`` + ``three-vrm-animation`` in Node, tools/threejs/vrma_pose.mjs):
   a dance retargeted onto a VRM 1.0 and a VRM 0.x file and written by ``mmdkit retarget -o
   x.vrma`` gives, through VRMAnimationLoaderPlugin + createVRMAnimationClip, the normalized
-  humanoid world rotations mmdkit's pose of the retargeted motion has (≤ 1e-4 rad), the bone
-  positions (≤ 1e-4 m) and the expression weights (≤ 1e-5).
+  humanoid world rotations mmdkit's pose of the retargeted motion has (≤ 1e-4 rad; measured
+  ≤ 5.4e-6 over 240 frames), the bone positions (≤ 1e-4 m) and the expression weights (≤ 1e-5).
 - Round trips with the contact pass off (it moves legs on purpose): Gene + wavefile → .vrma
   (``mmdkit export``) → retargeted back onto Gene, and Gene → a VRM (.vrma) → Gene, give back the
   world rotations of the humanoid bones both carry within 1e-4 rad. Left out, with the reason
@@ -42,6 +42,9 @@ from mmdkit.retarget.quat import qconj, qmul, qrot
 ROT_TOL = 1e-4
 """Radians: float32 storage and the engine's ~1e-5 drift, with room."""
 FRAMES = np.arange(0, 240)
+ROUND_TRIP_FRAMES = np.r_[0:120, 2120:2240]
+"""Frames compared after a round trip: also late ones, where a float32 key time (~73 s) is
+~4e-6 s off f/30 (a reader must take it as the key, not interpolate 1e-4 of a frame away)."""
 TO_GLTF = Space(1.0 / MMD_UNITS_PER_METRE)
 
 
@@ -84,7 +87,8 @@ def read_back(path):
     return model, clips.get_clip(clips.resolve(0, "--clip"), "--clip")[1]
 
 
-@pytest.mark.parametrize("target", ["vrm1/VRMC_materials_mtoon_UV_Animation_Test.vrm", "vrm0/Godette_vrm_v4.vrm"])
+@pytest.mark.parametrize("target", ["vrm1/VRMC_materials_mtoon_UV_Animation_Test.vrm", "vrm1/debug_robot.vrm",
+                                    "vrm0/Godette_vrm_v4.vrm"])
 def test_three_vrm_plays_the_written_vrma_as_mmdkit_poses_it(assets, gene, dance, mmdkit_cli, tmp_path, target):
     vrm_path = assets / "rigs" / target
     out = tmp_path / "dance.vrma"
@@ -116,8 +120,8 @@ def test_three_vrm_plays_the_written_vrma_as_mmdkit_poses_it(assets, gene, dance
     assert len(got["bones"]) >= 40
     # expressions: the VMD's あ/まばたき… copied onto the VRM's expressions, played by three-vrm
     assert set(got["expressions"]) == set(ext.get("expressions", {}).get("preset", {}))
-    if target.startswith("vrm0"):
-        assert {"aa", "blink"} <= set(got["expressions"]), "the dance's あ/まばたき should reach Godette's A/Blink"
+    if "UV_Animation" not in target:  # (that file has no mouth or blink expressions)
+        assert {"aa", "blink"} <= set(got["expressions"]), "the dance's あ/まばたき should reach aa/blink"
     weights = bake(vrm, motion, frames=picks.astype(float), physics=False).morph_weight
     for preset, values in got["expressions"].items():
         m = next(list(vrm.morph_name).index(n) for n in (preset, MMD_NAMES[preset]) if n in vrm.morph_name)
@@ -144,8 +148,8 @@ def _round_trip_errors(gene, dance, vrma_path, shared):
     """{humanoid bone: max radians} between Gene dancing ``dance`` and Gene dancing the .vrma retargeted back."""
     src, clip = read_back(vrma_path)
     back = retarget(src, clip, gene, contact=False)
-    _, q0 = pose_source(gene, dance, FRAMES)
-    _, q1 = pose_source(gene, back, np.arange(len(FRAMES)))
+    _, q0 = pose_source(gene, dance, ROUND_TRIP_FRAMES)
+    _, q1 = pose_source(gene, back, ROUND_TRIP_FRAMES)
     hmap = humanoid_map(gene)
     errors = {}
     for name in shared:
@@ -157,8 +161,8 @@ def _round_trip_errors(gene, dance, vrma_path, shared):
 
 def test_mmd_to_vrma_to_the_same_mmd_model(gene, dance, tmp_path):
     path = tmp_path / "gene.vrma"
-    info = export(gene, dance, path, frames=FRAMES.astype(float), physics=False)
-    assert info["format"] == "vrma" and info["frames"] == len(FRAMES) and "aa" in info["expressions"]
+    info = export(gene, dance, path, frames=ROUND_TRIP_FRAMES.astype(float), physics=False)
+    assert info["format"] == "vrma" and info["frames"] == len(ROUND_TRIP_FRAMES) and "aa" in info["expressions"]
     hmap = humanoid_map(gene)
     shared = [n for n, b in hmap.as_dict().items() if b >= 0]
     errors = _round_trip_errors(gene, dance, path, shared)
@@ -172,7 +176,8 @@ def test_mmd_to_vrma_to_the_same_mmd_model(gene, dance, tmp_path):
 def test_vmd_to_vrm_to_vmd(assets, gene, dance, tmp_path, target):
     vrm = load(assets / "rigs" / target)
     path = tmp_path / "vrm.vrma"
-    export(vrm, retarget(gene, dance, vrm, frames=FRAMES, contact=False), path, physics=False)
+    export(vrm, retarget(gene, dance, vrm, frames=ROUND_TRIP_FRAMES, contact=False), path,
+           frames=ROUND_TRIP_FRAMES.astype(float), physics=False)
     gmap, vmap = humanoid_map(gene), humanoid_map(vrm)
     shared = [n for n, b in gmap.as_dict().items() if b >= 0 and vmap[n] >= 0 and n not in EYES]
     errors = _round_trip_errors(gene, dance, path, shared)

@@ -101,6 +101,9 @@ def sample_channel(channel: GltfChannel, times) -> np.ndarray:
     k = np.clip(k, 0, len(kt) - 2)
     dt = kt[k + 1] - kt[k]
     s = np.clip((times - kt[k]) / np.where(dt > 0, dt, 1.0), 0.0, 1.0)
+    # a time that is a key's time at the file's float32 precision (f/30 s written, f/30 s asked) is that key
+    t32 = times.astype(np.float32).astype(np.float64)
+    s = np.where(t32 == kt[k], 0.0, np.where(t32 == kt[k + 1], 1.0, s))
     v0, v1 = kv[k], kv[k + 1]
     if channel.interpolation == "CUBICSPLINE":
         s2, s3 = s * s, s * s * s
