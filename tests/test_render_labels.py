@@ -35,13 +35,15 @@ def run(assets, tmp_path_factory):
     cam.add_camera_key(20, -35.0, (-3.0, 10.0, 0.0), (0.05, -0.3, 0.0), fov=25)
     take = Take(assets / "gene" / "Gene_light.pmx", assets / "gene" / "motion" / "01_happy.vmd", camera=cam.build(),
                 frames=FRAMES, crowd=2,
-                outputs=(Output(str(tmp / "out") + "/", {"annotate": True, "views": 4, "size": (W, H), "normals": True}),
+                outputs=(Output(str(tmp / "out") + "/",
+                                {"annotate": True, "views": 4, "size": (W, H), "normals": True}),
                          Output(str(tmp / "ref.npz"), {"vertices": True})))
     info = mmdkit.run(take, warn=lambda *a: None)
     out = tmp / "out"
     model = mmdkit.load(assets / "gene" / "Gene_light.pmx")
     offset = crowd_offsets(2, crowd_spacing(*rest_box(model)))[0].astype(np.float64)  # character 1's place
-    return dict(out=out, info=info, offset=offset, model=model, ref=np.load(tmp / "ref.npz"), cameras=json.loads((out / "cameras.json").read_text()),
+    return dict(out=out, info=info, offset=offset, model=model, ref=np.load(tmp / "ref.npz"),
+                cameras=json.loads((out / "cameras.json").read_text()),
                 labels=json.loads((out / "labels.json").read_text()), joints=np.load(out / "joints3d.npz"),
                 coco=COCO(str(out / "keypoints.json")))
 

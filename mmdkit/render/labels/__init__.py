@@ -5,7 +5,7 @@
 masks, body parts, COCO keypoints, calibrated cameras and 3D joints. Modules: ``cameras`` (K, R, t
 ⇄ GL matrices; ring, cameras.json and MMD camera views), ``parts`` (part of each vertex),
 ``keypoints`` (COCO-17 + humanoid joints and their rules), ``gpass`` (the GL label pass),
-``dataset`` (the files), ``sink``.
+``dataset`` (the files), ``shards`` (WebDataset tars), ``preview`` (the contact sheet), ``sink``.
 """
 
 from mmdkit.render.labels.sink import ANNOTATE_OPTIONS, AnnotateSink

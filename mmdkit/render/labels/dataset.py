@@ -1,17 +1,19 @@
 """The files of an annotated render, written into a temporary folder and moved into place at the end.
 
-In: per frame and view the RGB picture (H,W,3) uint8 and the label pass's (H,W,2) float32 (depth
-in MMD units, character id × 256 + part id), the keypoints of every character (N,J,3) float64 MMD
-model space; the ``Views``, the frames and the ``KeypointRig``. Out (docs/dataset.md):
+In: per frame and view the RGB picture (H,W,3) uint8 and the label pass's (H,W,2) float32 (depth in
+MMD units, character id × 256 + part id), the keypoints of every character (N,J,3) float64 MMD model
+space; the ``Views``, the frames and the ``KeypointRig``. Out (docs/dataset.md):
 OUT/view_XX/{rgb,depth,mask,parts}/NNNNNN.png (NNNNNN: the output frame index), cameras.json,
 labels.json, keypoints.json (COCO; its images and annotations streamed to the folder as lines while
-rendering, so memory stays flat), joints3d.npz, with ``shards`` WebDataset tars (``shards``), with
-``preview`` preview.png, the contact sheet of the middle frame (``preview``). Visibility of a keypoint in a view: 0 outside the
-picture (or behind the camera), 2 when a pixel within one of its own (3×3) shows its character's own
-surface there — a depth test against the label pass's depth: either one of the body parts meeting
-at the keypoint (``KeypointRig.keypoint_parts``: clothes on a limb are that limb) at most
-``PART_DEPTH`` in front of the keypoint, or any surface of its character no nearer than the
-keypoint's own surface point (its camera z − its radius − ``VISIBILITY_TOLERANCE``); else 1.
+rendering, so memory stays flat), joints3d.npz, with ``normals`` view_XX/normal/, with ``shards``
+WebDataset tars (``shards``), with ``preview`` preview.png, the middle frame's contact sheet
+(``preview``).
+Visibility of a keypoint in a view: 0 outside the picture (or behind the camera), 2 when a pixel
+within one of its own (3×3) shows its character's own surface there — a depth test against the label
+pass's depth: either one of the body parts meeting at the keypoint (``KeypointRig.keypoint_parts``:
+clothes on a limb are that limb) at most ``PART_DEPTH`` in front of the keypoint, or any surface of
+its character no nearer than the keypoint's own surface point (its camera z − its radius −
+``VISIBILITY_TOLERANCE``); else 1.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ view/projection of the view and the frame's ``MaterialValues``. Out: ``draw(...)
 (H, W, 2) float32 array, top row first: [..., 0] the depth along the camera's forward axis in MMD
 units (0: no character), [..., 1] character id × 256 + part id (0: background); with ``normals``
 also an (H, W, 3) float32 array of unit normals in OpenCV's camera axes (x right, y down, z
-forward; turned to face the camera; 0 on the background). One sample per pixel, at its centre; a surface counts where its alpha (material × texture) is at least
-``ALPHA_CUT``; culling as the main pass; edges and the ground shadow are not labelled.
+forward; turned to face the camera; 0 on the background). One sample per pixel, at its centre;
+a surface counts where its alpha (material × texture) is at least ``ALPHA_CUT``; culling as the main pass; edges and the ground shadow are not labelled.
 """
 
 from __future__ import annotations
@@ -43,7 +43,9 @@ class LabelPass:
             if name in self.prog:
                 self.prog[name].value = value
         try:
-            targets = [ctx.renderbuffer(size, 2, dtype="f4")] + ([ctx.renderbuffer(size, 4, dtype="f4")] if normals else [])
+            targets = [ctx.renderbuffer(size, 2, dtype="f4")]
+            if normals:
+                targets.append(ctx.renderbuffer(size, 4, dtype="f4"))
             self.fbo = ctx.framebuffer(color_attachments=targets, depth_attachment=ctx.depth_renderbuffer(size))
         except moderngl.Error as e:
             raise RenderError(f"this OpenGL cannot make a {size[0]}x{size[1]} label picture ({e})") from None

@@ -36,7 +36,8 @@ class ShardWriter:
         shard = self.sample * self.count // self.total
         if shard != self._shard:
             self._close_tar()
-            self._tar = tarfile.open(os.path.join(self.folder, f"shard-{shard:06d}.tar"), "w", format=tarfile.USTAR_FORMAT)
+            path = os.path.join(self.folder, f"shard-{shard:06d}.tar")
+            self._tar = tarfile.open(path, "w", format=tarfile.USTAR_FORMAT)
             self._shard = shard
         for name in sorted(files):
             data = files[name]

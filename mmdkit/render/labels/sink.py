@@ -56,8 +56,8 @@ def check_views(views, view_height=None, view_radius=None, view_fov=None, names=
         n = int(views) if not isinstance(views, bool) and str(views).strip().isdigit() else -1
         if not 1 <= n <= cams.MAX_VIEWS:
             raise OptionError(shown("views"), f"must be 1 to {cams.MAX_VIEWS} cameras or a cameras.json, got {views!r}")
-    for key, value, lo, hi in (("view_height", view_height, -1000.0, 1000.0), ("view_radius", view_radius, 1e-3, 1000.0),
-                               ("view_fov", view_fov, 1.0, 170.0)):
+    for key, value, lo, hi in (("view_height", view_height, -1000.0, 1000.0),
+                               ("view_radius", view_radius, 1e-3, 1000.0), ("view_fov", view_fov, 1.0, 170.0)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                   or not lo <= float(value) <= hi):
             raise OptionError(shown(key), f"must be a number from {lo:g} to {hi:g}, got {value!r}")
@@ -69,7 +69,8 @@ class AnnotateSink(Sink):
     geometry = True
 
     def __init__(self, output: str, *, size=(1280, 720), msaa: int = 4, views=None, view_height=None,
-                 view_radius=None, view_fov=None, shards: int | None = None, preview: bool = False, normals: bool = False,
+                 view_radius=None, view_fov=None, shards: int | None = None, preview: bool = False,
+                 normals: bool = False,
                  ground_shadow: bool = True, self_shadow: bool = False, floor: bool = False, warn=print, names=None):
         check_views(views, view_height, view_radius, view_fov, names, shards)
         self.shards, self.preview, self.normals = shards, bool(preview), bool(normals)
