@@ -166,7 +166,8 @@ def test_bad_input_one_line_exit_2_nothing_written(assets, tmp_path):
     cases = [(["--views", "nok.json"], "views[0] has no 'K'"), (["--views", "0"], "--views: must be 1 to 64"),
              (["--views", "2", "--view-fov", "0"], "--view-fov: must be a number from 1"),
              (["-o", "file"], "an annotated render writes a folder"), (["--palette", "36"], "--palette"),
-             (["--shards", "0"], "--shards: must be a number of tar files")]
+             (["--shards", "0"], "--shards: must be a number of tar files"),
+             (["--view-radius", "3"], "--view-radius: places the cameras of --views N")]
     for extra, words in cases:
         args = [model, motion, "--frames", "0:1", "--annotate", "--size", "64x48", *extra]
         if "-o" not in extra:

@@ -56,6 +56,11 @@ def check_views(views, view_height=None, view_radius=None, view_fov=None, names=
         n = int(views) if not isinstance(views, bool) and str(views).strip().isdigit() else -1
         if not 1 <= n <= cams.MAX_VIEWS:
             raise OptionError(shown("views"), f"must be 1 to {cams.MAX_VIEWS} cameras or a cameras.json, got {views!r}")
+    ring = views is not None and not cams.is_cameras_file(views)
+    for key, value in (("view_height", view_height), ("view_radius", view_radius), ("view_fov", view_fov)):
+        if value is not None and not ring:
+            raise OptionError(shown(key), f"places the cameras of {shown('views')} N (a ring); give "
+                                          f"{shown('views')} a number of cameras")
     for key, value, lo, hi in (("view_height", view_height, -1000.0, 1000.0),
                                ("view_radius", view_radius, 1e-3, 1000.0), ("view_fov", view_fov, 1.0, 170.0)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
