@@ -6,7 +6,8 @@ its own skeleton: no --source) — and a target model (PMX/PMD, VRM, glTF, Assim
 OUT.vmd (the retargeted Motion as keys on the target's own bones, IK keys included: plays with IK
 on, stays editable in MMD), or .vrma/.glb/.gltf/.bvh/.npz (the target baked with the retargeted
 motion through the export sinks, ``mmdkit.io.run``; .vrma: a VRM Animation of the target's
-humanoid, ``export.vrma``, posed without physics: it moves no humanoid bone).
+humanoid, ``export.vrma``, posed without physics: it moves no humanoid bone). A --target .npz/.pkl
+is the user's SMPL/SMPL-H/SMPL-X body model: OUT.npz in AMASS's layout (``retarget.amass``).
 """
 
 from __future__ import annotations
@@ -26,13 +27,16 @@ from mmdkit.formats.io import read_bytes, save
 from mmdkit.importers import clips_of, read_gltf_model
 from mmdkit.model.model import Model
 from mmdkit.retarget import humanoid_map, read_override
+from mmdkit.retarget.amass import retarget_amass, write_amass
 from mmdkit.retarget.motion import retarget
+from mmdkit.retarget.smpl import read_body_model
 from mmdkit.runtime import loading
 from mmdkit.runtime.take import CLI_NAMES, Output, Take
 from mmdkit.text import encode_cp932
 
 OUTPUTS = (".vmd", ".vrma", ".glb", ".gltf", ".bvh", ".npz")
 VMD_NAME_BYTES = 15
+BODY_MODELS = (".npz", ".pkl")
 
 
 def _file(path: str, option: str) -> str:
@@ -62,6 +66,17 @@ def load_source(motion_path, source_path, clip):
 
 def _map(model, path):
     return humanoid_map(model, read_override(path), path) if path else None
+
+
+def _check_body_model(target_path: str, output: str, target_map) -> bool:
+    """True when --target is an SMPL-family body model; OptionError for what it cannot take."""
+    if not target_path.lower().endswith(BODY_MODELS):
+        return False
+    if not output.lower().endswith(".npz"):
+        raise OptionError("-o", f"{output}: a body model target ({target_path}) writes AMASS .npz")
+    if target_map:
+        raise OptionError("--target-map", f"a body model ({target_path}) has a fixed humanoid map")
+    return True
 
 
 def _check_vmd_names(motion, target_path: str, output: str) -> None:
@@ -105,13 +120,23 @@ def command(motion_path, source_path, target_path, output, clip, frames, contact
     if ext not in OUTPUTS:
         raise OptionError("-o", f"{output}: name the output {', '.join(OUTPUTS)}")
     _file(target_path, "--target")
+    body = _check_body_model(target_path, output, target_map)
     check_output(output, [p for p in (motion_path, source_path, target_path, source_map, target_map) if p])
     with compile_note(quiet):
         source, motion, label = load_source(motion_path, source_path, clip)
-        target = loading.load_as(target_path, Model, loading.MODEL_KINDS, "--target", warn=warn)
         keys = None
         if frames is not None:
             keys = parse_frames(frames, motion.last_frame)
+        if body:
+            arrays = retarget_amass(source, motion, read_body_model(target_path), frames=keys, contact=contact,
+                                    source_map=_map(source, source_map), source_name=source_path or motion_path)
+            with writing(output):
+                write_amass(output, arrays)
+            if not quiet:
+                click.echo(f"wrote {output}: {label} retargeted onto {target_path} (AMASS layout), "
+                           f"{count(len(arrays['poses']), 'frame')}")
+            return
+        target = loading.load_as(target_path, Model, loading.MODEL_KINDS, "--target", warn=warn)
         try:
             out = retarget(source, motion, target, frames=keys, source_map=_map(source, source_map),
                            target_map=_map(target, target_map), contact=contact,

@@ -5,7 +5,9 @@ model, animation, formats/importers data and pose only.
 (``motion``: rest-pose alignment, root scaling, contact pass, MMD twist/IK keys). Maps:
 ``humanoid_map(model)`` → ``HumanoidMap`` (VRM 1.0 humanoid bone → model bone, confidence,
 source: VRM extension / name scheme / geometry / override), ``read_override(path)`` for a user's
-JSON table, ``humanoid_lines(map)`` for ``mmdkit info --humanoid``.
+JSON table, ``humanoid_lines(map)`` for ``mmdkit info --humanoid``. SMPL-family targets:
+``smpl.read_body_model(path)`` (the user's .npz/.pkl), ``amass.retarget_amass`` → AMASS-layout
+arrays, ``amass.write_amass``.
 """
 
 from mmdkit.retarget.bones import EXTRA_BONES, HUMANOID_BONES, MAIN_LIMBS, REQUIRED_BONES

@@ -65,8 +65,8 @@ def target_world(
             x, y, z, w = src_q[f, b, 0], src_q[f, b, 1], src_q[f, b, 2], src_q[f, b, 3]
             c = source_child[j]
             if c >= 0:
-                r = qrot_scalar(x, y, z, w, source_rest[c, 0] - source_rest[b, 0], source_rest[c, 1] - source_rest[b, 1],
-                                source_rest[c, 2] - source_rest[b, 2])
+                r = qrot_scalar(x, y, z, w, source_rest[c, 0] - source_rest[b, 0],
+                                source_rest[c, 1] - source_rest[b, 1], source_rest[c, 2] - source_rest[b, 2])
                 a = qarc_scalar(r[0], r[1], r[2], src_p[f, c, 0] - src_p[f, b, 0], src_p[f, c, 1] - src_p[f, b, 1],
                                 src_p[f, c, 2] - src_p[f, b, 2])
                 x, y, z, w = qmul_scalar(a[0], a[1], a[2], a[3], x, y, z, w)
