@@ -5,7 +5,9 @@ poses it, and dances survive the trip through a .vrma.
   a dance retargeted onto a VRM 1.0 and a VRM 0.x file and written by ``mmdkit retarget -o
   x.vrma`` gives, through VRMAnimationLoaderPlugin + createVRMAnimationClip, the normalized
   humanoid world rotations mmdkit's pose of the retargeted motion has (≤ 1e-4 rad; measured
-  ≤ 5.4e-6 over 240 frames), the bone positions (≤ 1e-4 m) and the expression weights (≤ 1e-5).
+  ≤ 5.4e-6 over 240 frames), the bone positions (≤ 1e-4 m) and the expression weights (≤ 1e-5);
+  Gene's own dance written as .vrma (A-pose rest → VRM's T-pose) played by three-vrm on a VRM 1.0
+  points its arms and legs where Gene's point (< 0.1°).
 - Round trips with the contact pass off (it moves legs on purpose): Gene + wavefile → .vrma
   (``mmdkit export``) → retargeted back onto Gene, and Gene → a VRM (.vrma) → Gene, give back the
   world rotations of the humanoid bones both carry within 1e-4 rad. Left out, with the reason
@@ -198,3 +200,23 @@ def test_export_cli_writes_vrma_and_refuses_a_model_without_humanoid(assets, mmd
     error = [line for line in err.splitlines() if "error" in line]
     assert code == 2 and len(error) == 1 and "Fox.glb: no humanoid leftUpperArm" in error[0], err
     assert not bad.exists()
+
+
+def test_three_vrm_plays_an_mmd_models_vrma_on_a_vrm_with_its_limb_directions(assets, gene, dance, tmp_path):
+    """Gene's dance (A-pose rest) written as .vrma and played by three-vrm on a VRM 1.0 model: the
+    arms and legs point where Gene's do (the T-pose written is the one VRM clients assume)."""
+    path = tmp_path / "gene.vrma"
+    export(gene, dance, path, frames=FRAMES.astype(float), physics=False)
+    picks = np.arange(0, 240, 7)
+    got = three_vrm(assets / "rigs" / "vrm1" / "debug_robot.vrm", path, picks / 30.0)
+    at = {n: i for i, n in enumerate(got["bones"])}
+    pos = np.asarray(got["position"])
+    gene_p, _ = pose_source(gene, dance, picks)
+    hmap = humanoid_map(gene)
+    for side in ("left", "right"):
+        for a, b in (("UpperArm", "LowerArm"), ("LowerArm", "Hand"), ("UpperLeg", "LowerLeg"), ("LowerLeg", "Foot")):
+            a, b = side + a, side + b
+            v = pos[:, at[b]] - pos[:, at[a]]
+            w = TO_GLTF.points(gene_p[:, hmap[b]] - gene_p[:, hmap[a]])
+            cos = np.sum(v * w, -1) / np.linalg.norm(v, axis=-1) / np.linalg.norm(w, axis=-1)
+            assert np.degrees(np.arccos(np.clip(cos, -1, 1))).max() < 0.1, a
