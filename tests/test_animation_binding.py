@@ -54,3 +54,25 @@ def test_report_lists_at_most_eight_names():
     text = str(bind_motion(small_model(), mo.build()).report())
     assert text.startswith("bound 0/11 bone tracks") and "bone7" in text and "bone8" not in text
     assert text.endswith("(+3 more)")
+
+
+def test_a_morph_track_binds_by_the_english_name_when_no_name_fits():
+    """A track names a morph by its English name only when no morph has that name (a VRM Animation's
+    expression 'aa' drives the morph imported as あ with English name aa); an exact name wins."""
+    mb = ModelBuilder("m")
+    root = mb.add_bone("センター", (0, 8, 0), translatable=True)
+    mb.add_bone("左足", (1, 8, 0), root)
+    mb.add_bone("右足", (-1, 8, 0), root)
+    m = mb.add_material("m")
+    v = mb.add_mesh(m, [[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 0, -1]] * 3, [[0, 0]] * 3, [[0, 1, 2]], [0, 1, 2])
+    mb.add_vertex_morph("あ", [v], [[0, 1, 0]], name_en="aa")
+    mb.add_vertex_morph("aa", [v], [[0, 2, 0]], name_en="")
+    mb.add_vertex_morph("い", [v], [[0, 3, 0]], name_en="ih")
+    model = mb.build()
+    mo = MotionBuilder("x")
+    for name in ("aa", "ih", "oh"):
+        mo.add_morph_key(name, 0, 1.0)
+    bound = bind_motion(model, mo.build())
+    assert bound.unbound_morphs == ("oh",)
+    starts = bound.morph_key_start
+    assert [int(starts[i + 1] - starts[i]) for i in range(3)] == [0, 1, 1]  # 'aa' → the morph named aa

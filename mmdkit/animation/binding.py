@@ -19,11 +19,18 @@ from mmdkit.model.model import Model
 from mmdkit.text import encode_cp932
 
 
-def match_tracks(model_names, track_names, track_bytes, limit: int) -> tuple[np.ndarray, list[str]]:
-    """track -> model index (-1 unbound) and the list of unbound track names."""
+def match_tracks(model_names, track_names, track_bytes, limit: int,
+                 other_names=()) -> tuple[np.ndarray, list[str]]:
+    """track -> model index (-1 unbound) and the list of unbound track names. A track binds to the
+    model name it equals, else (a name cut to the file's ``limit`` bytes) to the one it begins,
+    else to an entity whose ``other_names`` entry (e.g. the English name) it equals."""
     exact = {}
     for i, n in enumerate(model_names):
         exact.setdefault(n, i)
+    other = {}
+    for i, n in enumerate(other_names):
+        if n and n not in exact:
+            other.setdefault(n, i)
     encoded = [(encode_cp932(n), i) for i, n in enumerate(model_names)]
     out = np.full(len(track_names), -1, np.int32)
     unbound = []
@@ -36,6 +43,8 @@ def match_tracks(model_names, track_names, track_bytes, limit: int) -> tuple[np.
                     if len(enc) > len(raw) and enc.startswith(raw):
                         idx = i
                         break
+        if idx < 0:
+            idx = other.get(name, -1)
         out[t] = idx
         if idx < 0:
             unbound.append(name)
@@ -166,11 +175,11 @@ def bind_motion(model: Model, motion: Motion | None) -> BoundMotion:
     def arr(a, shape, dtype):
         return np.zeros(shape, dtype) if a is None else a
 
-    def bind(model_names, track_names, track_bytes, key_track, key_frame):
+    def bind(model_names, track_names, track_bytes, key_track, key_frame, other_names=()):
         """Key rows per model entity (start, order) and the unbound track names."""
         key_track = arr(key_track, (0,), np.int32)
         key_frame = arr(key_frame, (0,), np.uint32)
-        track_owner, unbound = match_tracks(model_names, track_names, track_bytes, 15)
+        track_owner, unbound = match_tracks(model_names, track_names, track_bytes, 15, other_names)
         owner = track_owner[key_track] if len(key_track) else np.zeros(0, np.int32)
         return (*_csr(owner, key_frame, len(model_names)), key_frame, unbound)
 
@@ -179,9 +188,10 @@ def bind_motion(model: Model, motion: Motion | None) -> BoundMotion:
                                               motion.bone_key_track, motion.bone_key_frame)
     interp = arr(motion.bone_key_interpolation, (0, 64), np.uint8)
     phys = np.ones(nb, bool) if motion.bone_key_physics is None else np.asarray(motion.bone_key_physics, bool)
+    # a morph track may also name a morph by its English name (a VRM Animation's 'aa' drives あ)
     m_start, m_idx, m_frame, unbound_m = bind(model.morph_name, motion.morph_track_name,
                                               motion.morph_track_name_bytes, motion.morph_key_track,
-                                              motion.morph_key_frame)
+                                              motion.morph_key_frame, model.morph_name_en)
 
     # IK switches: one row per (property key, IK name) bound to the model's IK solvers.
     ik_owner = np.zeros(0, np.int32)
