@@ -35,8 +35,8 @@ RENDER_OPTIONS = ("size", "msaa", "palette_size", "ground_shadow", "self_shadow"
 """A picture's or video's own options (as ``mmdkit render`` --size, --msaa, --palette, --ground-shadow,
 --self-shadow); an export's are its writer's (npz: joints, scale, vertices; bvh: joints, scale;
 glb/gltf: scale, reduce; vmd: reduce, reduce_physics)."""
-JOB_KEYS = ("name", "model", "motion", "clip", "vpd", "camera", "audio", "frames", "fps", "physics", "crowd",
-            "outputs")
+JOB_KEYS = ("name", "model", "motion", "source", "clip", "vpd", "camera", "audio", "frames", "fps", "physics",
+            "crowd", "outputs")
 """Keys of a job line besides one option table per output."""
 _KEYS = frozenset(JOB_KEYS + OUTPUTS)
 
@@ -48,7 +48,8 @@ class Job:
     maps an output to its option table; ``where`` names the manifest line; ``key`` (set by ``plan``)
     is the content hash of inputs and options. ``clip`` picks a clip the model carries (name, or
     index as text) when there is no motion; ``vpd`` holds 'FILE.vpd@FRAME[:WEIGHT]' poses (absolute
-    FILE) loaded onto the motion, as ``--vpd`` does; ``crowd`` characters (exports write the first)."""
+    FILE) loaded onto the motion, as ``--vpd`` does; ``crowd`` characters (exports write the first);
+    ``source`` the model the motion was made for, as ``--source`` (retargeted when it does not bind)."""
 
     name: str
     model: str
@@ -65,10 +66,12 @@ class Job:
     vpd: tuple = ()
     crowd: int = 1
     key: str = ""
+    source: str | None = None
 
     def inputs(self) -> dict:
         """Role → absolute path of each input file the job reads (``vpd0``, ``vpd1``, ... for its poses)."""
-        files = (("model", self.model), ("motion", self.motion), ("camera", self.camera), ("audio", self.audio))
+        files = (("model", self.model), ("motion", self.motion), ("source", self.source), ("camera", self.camera),
+                 ("audio", self.audio))
         return {k: v for k, v in files if v} | {f"vpd{i}": s.rpartition("@")[0] for i, s in enumerate(self.vpd)}
 
     def output_settings(self, output: str) -> dict:
@@ -93,8 +96,8 @@ class Job:
                 settings["audio"] = self.audio
             path = os.path.join(folder, f"{self.name or 'job'}.{out}")
             groups.setdefault((frames, fps, physics), []).append(Output(path, settings))
-        return [Take(self.model if model is None else model, self.motion, clip=self.clip, vpd=self.vpd,
-                     camera=self.camera, frames=frames, fps=fps, physics=physics, crowd=self.crowd,
+        return [Take(self.model if model is None else model, self.motion, source=self.source, clip=self.clip,
+                     vpd=self.vpd, camera=self.camera, frames=frames, fps=fps, physics=physics, crowd=self.crowd,
                      outputs=tuple(outs), names=MANIFEST_NAMES) for (frames, fps, physics), outs in groups.items()]
 
 
@@ -218,7 +221,8 @@ def make_job(entry: dict, base: str, where: str, defaults: dict | None = None) -
                        camera=_path(entry.get("camera"), base, "camera", where),
                        audio=_path(entry.get("audio"), base, "audio", where), physics=entry.get("physics", True),
                        fps=entry.get("fps", MOTION_FPS), options=options, clip=_clip(entry.get("clip"), where),
-                       vpd=_vpd(entry.get("vpd"), base, where), crowd=entry.get("crowd", 1)))
+                       vpd=_vpd(entry.get("vpd"), base, where), crowd=entry.get("crowd", 1),
+                       source=_path(entry.get("source"), base, "source", where)))
     job.fps = float(job.fps)  # valid: the same number however it was written (part of the job's key)
     return job
 
@@ -253,7 +257,8 @@ def name_jobs(jobs: list) -> list:
             if count[a] > 1 or a in given:
                 spec = json.dumps([j.model, j.motion, j.camera, j.frames, j.outputs, j.options]
                                   + ([j.clip, j.vpd] if j.clip or j.vpd else [])
-                                  + ([j.crowd] if j.crowd != 1 else []), sort_keys=True)
+                                  + ([j.crowd] if j.crowd != 1 else []) + ([j.source] if j.source else []),
+                                  sort_keys=True)
                 a = f"{a}-{hashlib.sha1(spec.encode()).hexdigest()[:8]}"
             if a in seen:
                 raise FormatError(f"the same job as {seen[a]} (give it a 'name' to run it twice)", path=j.where)
