@@ -117,9 +117,10 @@ def find_saba(path: str | None) -> str:
     return exe
 
 
-def run_json(cmd: list[str], env: dict) -> dict:
-    """Run one engine; its last stdout line is one JSON object."""
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+def run_json(cmd: list[str], env: dict, cwd: Path) -> dict:
+    """Run one engine in ``cwd`` (not the project root: ``python -m`` would import the mmdkit there, not
+    the one PYTHONPATH names); its last stdout line is one JSON object."""
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
     if r.returncode:
         sys.exit(f"compare_saba: {' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-2000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -161,7 +162,7 @@ def measure(saba: str, names, rounds: int, frames: int, core: int | None, folder
             order = order[r % len(order):] + order[:r % len(order)]  # each engine first in turn
             for engine, cmd, e in order:
                 runs[n]["load"].append(os.getloadavg()[0])
-                runs[n][engine].append(run_json(cmd, e))
+                runs[n][engine].append(run_json(cmd, e, folder))
             print(f"round {r + 1}/{rounds} {n}: saba skinning {stage_ms(runs[n]['saba'][-1], ['skinning']):.3f} ms, "
                   f"mmdkit {stage_ms(runs[n]['mmdkit'][-1], ['skinning']):.3f} ms", file=sys.stderr, flush=True)
     return runs
