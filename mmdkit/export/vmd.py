@@ -36,7 +36,7 @@ from mmdkit.model import model as M
 from mmdkit.mathutil import qmul_scalar
 from mmdkit.pose.fk import update_local
 from mmdkit.pose.morph import apply_bone_morphs
-from mmdkit.pose.rig import rig_for
+from mmdkit.pose.rig import build_rig
 from mmdkit.formats.vmd import TRACK_NAME_SIZE
 from mmdkit.text import decode_field, encode_cp932, encode_field, strip_field
 
@@ -232,7 +232,7 @@ def _morph_parts(rig, morph_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def bake_keys(baked) -> tuple[np.ndarray, np.ndarray]:
     """The VMD keys (F,B,3) translation / (F,B,4) rotation float64 that replay ``baked`` with IK and
     physics off (see the module docstring)."""
-    rig = rig_for(baked.model)
+    rig = build_rig(baked.model)
     F, B = baked.bone_local_translation.shape[:2]
     morph_t, morph_q = _morph_parts(rig, baked.morph_weight)
     identity = np.zeros((B, 4))

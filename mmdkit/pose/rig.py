@@ -3,8 +3,7 @@
 In: ``Model``. Out: ``Rig`` (``build_rig(model)``) — the read-only arrays the pose kernels use
 (float64 where math happens), in the named groups the kernels take (``BoneIn``, ``IkIn``,
 ``MorphIn``: each field's shape, dtype and meaning declared once, below). Callers build a Rig once
-and pass it on; ``rig_for(model)`` (a weak cache shared by the users of a Model) remains for the
-callers that do not yet hold one.
+and pass it on (a take's characters share one: ``runtime.take.LoadedTake.rig``); nothing is cached.
 Order: stable sort by (deform layer, file index), then repaired so a parent always comes
 before its child (real PMDs list some children first).
 """
@@ -12,7 +11,6 @@ before its child (real PMDs list some children first).
 from __future__ import annotations
 
 import math
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -393,15 +391,3 @@ def build_rig(model) -> Rig:
         bone_fixed_axis=fixed, bone_ik=bone_ik, bone_rewrite_after=pass_after_rows(passes[1], bone_ik, ik))
     return Rig(bone_order=order, bone_in=bone_in, ik_in=IkIn(**ik), morph_in=MorphIn(**_morph_tables(model)),
                num_vertices=model.num_vertices, num_additional_uv=A)
-
-
-_rigs: "weakref.WeakKeyDictionary[object, Rig]" = weakref.WeakKeyDictionary()
-
-
-def rig_for(model) -> Rig:
-    """The Rig of a Model, built once and shared by all its users while the Model lives
-    (a weak cache: it does not keep the Model, or its Rig, alive)."""
-    rig = _rigs.get(model)
-    if rig is None:
-        rig = _rigs[model] = build_rig(model)
-    return rig
