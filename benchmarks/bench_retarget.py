@@ -6,16 +6,14 @@ target and with/without the contact pass, frames/s of the retargeting itself (``
 the source already posed: ``source_pose=``, maps found inside) and end to end (the source posed
 too, ``pose_source``: IK, append); posing alone is printed once. Times: wall clock median and the
 process's CPU time, best of N warm calls (CPU time is steady on a shared machine; it sums threads,
-so read it with one numba thread). ``--map``: ``humanoid_map`` on Gene grown to 260 bones (hair
-chains under its head), with names and renamed ``bone_000``… (the geometry pass). Also the
+so read it with one numba thread; map building: ``bench_retarget_map.py``). Also the
 limb-direction and foot numbers docs/retarget.md quotes (``--quality``).
-Run (one core): NUMBA_NUM_THREADS=1 taskset -c 1 python3 benchmarks/bench_retarget.py [--repeat N] [--map] [--quality]
+Run (one core): NUMBA_NUM_THREADS=1 taskset -c 1 python3 benchmarks/bench_retarget.py [--repeat N] [--quality]
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import time
 
@@ -49,31 +47,6 @@ def _timed(fn, repeat: int) -> tuple[float, float]:
     return statistics.median(wall), min(cpu)
 
 
-def grown(model, bones: int = 260):
-    """``model`` with hair chains of 10 bones under its head added up to ``bones`` bones."""
-    B, extra = model.num_bones, bones - model.num_bones
-    head = list(model.bone_name).index("頭")
-    fields = {}
-    for f in dataclasses.fields(model):
-        v = getattr(model, f.name)
-        if f.name.startswith("bone_") and isinstance(v, np.ndarray) and v.ndim and v.shape[0] == B:
-            fields[f.name] = np.concatenate([v, np.repeat(v[head:head + 1], extra, 0)])
-        elif f.name.startswith("bone_") and isinstance(v, tuple) and len(v) == B:
-            fields[f.name] = v + tuple(f"hair_{i}" for i in range(extra))
-    for i in range(extra):
-        fields["bone_parent"][B + i] = head if i % 10 == 0 else B + i - 1
-        fields["bone_position"][B + i] += (0.3 * (i // 10) - 0.3, 1.0 - 0.8 * (i % 10), -0.5)
-    return model.replace(**fields)
-
-
-def map_times(gene, repeat: int) -> None:
-    big = grown(gene)
-    names = tuple(f"bone_{i:03d}" for i in range(big.num_bones))
-    for label, m in (("names", big), ("renamed", big.replace(bone_name=names, bone_name_en=names))):
-        wall, cpu = _timed(lambda m=m: humanoid_map(m), repeat)
-        print(f"humanoid_map, {m.num_bones} bones ({label}): {wall * 1e3:.2f} ms wall, {cpu * 1e3:.2f} ms CPU")
-
-
 def quality(gene, dance, target, out, frames) -> str:
     """Limb angles (median / 95th percentile, degrees) and feet during contacts, the target posed by mmdkit."""
     sm, tm = humanoid_map(gene), humanoid_map(target)
@@ -103,7 +76,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quality", action="store_true")
-    ap.add_argument("--map", action="store_true", help="time humanoid_map on a 260-bone model")
     args = ap.parse_args()
     gene = load(ASSETS / "gene" / "Gene.pmx")
     dance = load(ASSETS / "wavefile" / "wavefile_v2.vmd")
@@ -112,8 +84,6 @@ def main() -> None:
     posing, posing_cpu = _timed(lambda: pose_source(gene, dance, frames), args.repeat)
     print(f"wavefile_v2: {F} frames; posing Gene (IK, append) alone {posing:.3f} s wall ({F / posing:,.0f} frames/s), "
           f"{posing_cpu:.3f} s CPU")
-    if args.map:
-        map_times(gene, args.repeat)
     pose = pose_source(gene, dance, frames)
     for path in TARGETS:
         target = load(ASSETS / path)
