@@ -195,3 +195,36 @@ def test_cli_mistakes_are_one_line(assets, mmdkit_cli, tmp_path, monkeypatch, ar
                               assets / "gene" / "Gene.pmx", "--frames", "0:5", *args)
     assert code == 2 and err.count("\n") == 1 and detail in err, err
     assert not (tmp_path / "x.vmd").exists()
+
+
+def test_kernels_match_the_formulas(assets, gene, dance):
+    """The numba passes (retarget.kernels) give what the module's formulas give in plain numpy:
+    W_t = F⁻¹·D_s·A·F with D_s the source's rotation turned onto its actual bone direction, and
+    local = W(nearest shared ancestor)⁻¹·W; a caller's source_pose gives the same Motion."""
+    from mmdkit.retarget.motion import ancestor_rows, source_deltas, target_locals
+    from mmdkit.retarget.quat import qarc, qconj, qmul
+
+    tgt = load(assets / "mokou" / "mokou_A.pmd")
+    al = align(gene, humanoid_map(gene), tgt, humanoid_map(tgt))
+    frames = np.arange(0, 400, 4)
+    sp, sq = pose_source(gene, dance, frames)
+    rest = np.asarray(gene.bone_position, np.float64)
+    d = sq[:, al.source_bone].copy()
+    has = al.source_child >= 0
+    sb, sc = al.source_bone[has], al.source_child[has]
+    d[:, has] = qmul(qarc(qrot(d[:, has], rest[sc] - rest[sb]), sp[:, sc] - sp[:, sb]), d[:, has])
+    face = np.broadcast_to(al.facing_q, d.shape)
+    want = qmul(qconj(face), qmul(d, qmul(al.align_q, face)))
+    world = source_deltas(al, gene, sp, sq)
+    assert np.abs(world - want).max() < 1e-9
+    rows = ancestor_rows(tgt, al)
+    local = target_locals(tgt, al, world, rows)
+    for j, b in enumerate(al.target_bone):
+        parent = want[:, rows[j]] if rows[j] >= 0 else np.array([0.0, 0.0, 0.0, 1.0])
+        assert np.abs(local[:, b] - qmul(qconj(parent), want[:, j])).max() < 1e-9
+    others = np.setdiff1d(np.arange(tgt.num_bones), al.target_bone)
+    assert np.array_equal(local[:, others], np.broadcast_to([0.0, 0.0, 0.0, 1.0], (len(frames), len(others), 4)))
+    a = retarget(gene, dance, tgt, frames=frames)
+    b = retarget(gene, dance, tgt, frames=frames, source_pose=(sp, sq))
+    assert np.array_equal(a.bone_key_rotation, b.bone_key_rotation)
+    assert np.array_equal(a.bone_key_translation, b.bone_key_translation)
