@@ -44,6 +44,7 @@ class ShardWriter:
             info = tarfile.TarInfo(f"{key}.{name}")
             info.size, info.mtime, info.mode, info.uid, info.gid = len(data), 0, 0o644, 0, 0
             self._tar.addfile(info, io.BytesIO(data))
+        self._tar.members.clear()  # tarfile keeps every member it wrote; a long run must not
         self.sample += 1
 
     def _close_tar(self) -> None:
