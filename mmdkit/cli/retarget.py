@@ -128,8 +128,12 @@ def command(motion_path, source_path, target_path, output, clip, frames, contact
         if frames is not None:
             keys = parse_frames(frames, motion.last_frame)
         if body:
-            arrays = retarget_amass(source, motion, read_body_model(target_path), frames=keys, contact=contact,
-                                    source_map=_map(source, source_map), source_name=source_path or motion_path)
+            body_model = read_body_model(target_path)
+            try:
+                arrays = retarget_amass(source, motion, body_model, frames=keys, contact=contact,
+                                        source_map=_map(source, source_map), source_name=source_path or motion_path)
+            except OptionError as e:
+                raise OptionError("--frames", e.detail) from None
             with writing(output):
                 write_amass(output, arrays)
             if not quiet:
