@@ -8,12 +8,14 @@ any other motion. MMD space throughout; nothing is converted here.
 
 Steps (docs/retarget.md, "Retargeting"):
 1. the source posed as its own engine poses it (``pose.batch.pose_batch``: IK, append, morphs;
-   no physics) → each humanoid bone's world rotation W_s and position;
+   no physics) → each humanoid bone's world rotation W_s and position (or the caller's
+   ``source_pose``, posed so already);
 2. per humanoid bone both have (``align.Alignment``): the source's world delta D_s — W_s, with its
    direction corrected to the source's actual bone → humanoid-child direction (bones only one
    skeleton has between them count for nothing) — gives the target's world rotation
    W_t = F⁻¹·D_s·A·F; a local rotation = W_t(parent) ⁻¹ · W_t (the nearest humanoid ancestor in the
-   target's tree; bones between keep rest);
+   target's tree; bones between keep rest) — one numba pass over frames × humanoid bones each
+   (``kernels.target_world``, ``kernels.target_local``);
 3. root motion: the hips move by F⁻¹ times the source hips' offset from rest, scaled by the leg
    length ratio, keyed on センター (MMD targets) or the hips bone;
 4. the contact pass (``contact``), when asked: planted source feet stay planted on the target,
@@ -57,6 +59,15 @@ def pose_source(model, motion, frames: np.ndarray) -> tuple[np.ndarray, np.ndarr
     world_p, world_q = np.empty((F, B, 3)), np.empty((F, B, 4))
     pose_batch(model, motion, np.asarray(frames, np.float64), world_p_out=world_p, world_q_out=world_q)
     return world_p, world_q
+
+
+def given_pose(source_pose, F: int, B: int) -> tuple[np.ndarray, np.ndarray]:
+    """A caller's (world_p, world_q) as contiguous float64 (F,B,3)/(F,B,4); OptionError otherwise."""
+    p, q = (np.ascontiguousarray(a, np.float64) for a in source_pose)
+    if p.shape != (F, B, 3) or q.shape != (F, B, 4):
+        raise OptionError("source_pose", f"shapes {p.shape} and {q.shape}, expected {(F, B, 3)} and {(F, B, 4)} "
+                                         "(pose_source at the key frames)")
+    return p, q
 
 
 def source_deltas(al, source, src_p, src_q) -> np.ndarray:
@@ -118,7 +129,8 @@ def retarget(source_model, source_motion, target_model, *, frames=None, source_m
     tmap = target_map or humanoid_map(target_model)
     al = align(source_model, smap, target_model, tmap, sname, tname)
     keys = key_frames(source_motion, frames)
-    src_p, src_q = pose_source(source_model, source_motion, keys) if source_pose is None else source_pose
+    src_p, src_q = pose_source(source_model, source_motion, keys) if source_pose is None else \
+        given_pose(source_pose, len(keys), source_model.num_bones)
     world = source_deltas(al, source_model, src_p, src_q)
     rows = ancestor_rows(target_model, al)
     local_q = target_locals(target_model, al, world, rows)
