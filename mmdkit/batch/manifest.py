@@ -80,11 +80,11 @@ class Job:
         base = {"frames": self.frames, "fps": self.fps, "physics": self.physics}
         return base | own
 
-    def takes(self, model=None, folder: str = "") -> list:
+    def takes(self, model=None, folder: str = "", source=None) -> list:
         """The job as Takes (not validated): outputs with the same frames, fps and physics share one
         Take (one pass writes them all), each written to ``folder``/``<name>.<output>`` with its own
-        options; ``png`` is one picture, the first of its frames. ``model``: the Model already
-        loaded (default: the job's path)."""
+        options; ``png`` is one picture, the first of its frames. ``model``/``source``: the Models
+        already loaded (default: the job's paths)."""
         groups = {}
         for out in self.outputs:
             settings = self.output_settings(out)
@@ -96,7 +96,8 @@ class Job:
                 settings["audio"] = self.audio
             path = os.path.join(folder, f"{self.name or 'job'}.{out}")
             groups.setdefault((frames, fps, physics), []).append(Output(path, settings))
-        return [Take(self.model if model is None else model, self.motion, source=self.source, clip=self.clip,
+        source = self.source if source is None else source
+        return [Take(self.model if model is None else model, self.motion, source=source, clip=self.clip,
                      vpd=self.vpd, camera=self.camera, frames=frames, fps=fps, physics=physics, crowd=self.crowd,
                      outputs=tuple(outs), names=MANIFEST_NAMES) for (frames, fps, physics), outs in groups.items()]
 

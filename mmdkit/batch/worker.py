@@ -7,7 +7,8 @@ fps and physics in one pass) through ``mmdkit.io.run``, as ``mmdkit render``/``e
 the same loading (no motion: a glTF model's first clip, else the rest pose), the same errors.
 Outputs are written atomically, the job record last. The cache keeps one model loaded (keyed by
 path, size and mtime) and drops it when a job needs another, so memory stays flat however many jobs
-a worker runs.
+a worker runs; a second cache does the same for jobs' ``source`` models (retargeting), loaded once
+for all of a job's Takes.
 """
 
 from __future__ import annotations
@@ -32,18 +33,19 @@ class ModelCache:
     """The last Model loaded, kept while consecutive jobs use it (same path, size and mtime); loading
     another drops it first, so a worker holds one model at a time."""
 
-    def __init__(self):
+    def __init__(self, option: str = loading.MANIFEST_NAMES["model"]):
         self._sig = None
         self._model = None
+        self.option = option
 
     def get(self, path: str) -> Model:
-        """The Model at ``path`` (an OptionError naming ``model`` unless it is one)."""
+        """The Model at ``path`` (an OptionError naming ``option`` unless it is one)."""
         st = os.stat(path)
         sig = (path, st.st_size, st.st_mtime_ns)
         if self._sig != sig:
             self._sig = self._model = None
             gc.collect()
-            self._model = loading.load_as(path, Model, loading.MODEL_KINDS, loading.MANIFEST_NAMES["model"])
+            self._model = loading.load_as(path, Model, loading.MODEL_KINDS, self.option)
             self._sig = sig
         return self._model
 
@@ -55,9 +57,10 @@ class Worker:
     def __init__(self, threads: int):
         limit_process(threads)
         self.models = ModelCache()
+        self.sources = ModelCache("source")
 
     def run(self, job, store) -> dict:
-        return run_job(job, store, self.models)
+        return run_job(job, store, self.models, self.sources)
 
 
 def one_line(e: BaseException) -> str:
@@ -68,14 +71,14 @@ def one_line(e: BaseException) -> str:
     return text if isinstance(e, MmdkitError) else f"{type(e).__name__}: {text}"
 
 
-def _run(job, store, models: ModelCache, warnings: list) -> tuple[list, int]:
+def _run(job, store, models: ModelCache, sources: ModelCache, warnings: list) -> tuple[list, int]:
     """Write every output of ``job`` (its Takes, one pass each) into its folder, then publish them."""
     warn = lambda msg: warnings.append(" ".join(str(msg).split()))  # noqa: E731
     model = models.get(job.model)
     loading.report_warnings(job.model, model.warnings, warn, SHOWN_WARNINGS)
     written = {}
     with store.job_folder(job.name) as folder:
-        for take in job.takes(model, folder):
+        for take in job.takes(model, folder, sources.get(job.source) if job.source else None):
             paths = [o.path for o in take.outputs]
             with naming(", ".join(paths)):  # a write failing without a file name (a full disk) names them
                 infos = run_take(take, warn=warn, shown=SHOWN_WARNINGS)
@@ -97,13 +100,13 @@ def rss_mb() -> float:
         return 0.0
 
 
-def run_job(job, store, models: ModelCache | None = None) -> dict:
-    """Run ``job`` (the model from ``models``; default a cache of its own); never raises for a job's
-    own problem (a failed row names it on one line)."""
+def run_job(job, store, models: ModelCache | None = None, sources: ModelCache | None = None) -> dict:
+    """Run ``job`` (the model from ``models``, its source model from ``sources``; default caches of
+    its own); never raises for a job's own problem (a failed row names it on one line)."""
     t0, c0 = time.perf_counter(), time.process_time()
     warnings = []
     try:
-        done, frames = _run(job, store, models or ModelCache(), warnings)
+        done, frames = _run(job, store, models or ModelCache(), sources or ModelCache("source"), warnings)
         seconds = time.perf_counter() - t0
         record = {"key": job.key, "name": job.name, "frames": frames, "seconds": round(seconds, 3),
                   "outputs": [{"filename": d["filename"], "size": d["size"]} for d in done]}
