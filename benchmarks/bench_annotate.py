@@ -29,7 +29,7 @@ ASSETS = Path(__file__).resolve().parents[2] / "shared" / "assets"
 
 
 class _RgbOnlyWriter(dataset.DatasetWriter):
-    def write(self, i, rgb, labels, keypoints, shown) -> None:
+    def write(self, i, rgb, labels, keypoints, shown, normals=None) -> None:
         for c in range(len(self.views)):
             with open(os.path.join(self.tmp, f"view_{c:02d}", "rgb", f"{i:06d}.png"), "wb") as f:
                 f.write(dataset._png_bytes(rgb[c]))
@@ -42,7 +42,7 @@ class RgbOnly(AnnotateSink):
         super().open(loaded)
         self.writer.abort()
         self.writer = _RgbOnlyWriter(self.output, self.views, loaded.frames, self.rig, len(self.offsets))
-        self.labels.draw = lambda view, proj, values, out: out
+        self.labels.draw = lambda view, proj, values, out, normals_out=None: out
 
 
 def once(loaded, kind, out: str, size, views: int) -> float:
