@@ -168,10 +168,10 @@ def test_mmd_to_vrma_to_the_same_mmd_model(gene, dance, tmp_path):
     hmap = humanoid_map(gene)
     shared = [n for n, b in hmap.as_dict().items() if b >= 0]
     errors = _round_trip_errors(gene, dance, path, shared)
-    exact = {n: e for n, e in errors.items() if n not in EYES + LEAVES}
+    exact = {n: e for n, e in errors.items() if n not in EYES}
     assert len(exact) >= 35 and max(exact.values()) < ROT_TOL, max(exact.items(), key=lambda kv: kv[1])
-    # the leaves come back turned by their parent's rest alignment (Gene's A-pose): the retarget's rule
-    assert max(errors[n] for n in LEAVES if n in errors) > 0.1
+    # the leaves (distal fingers, toes) take their parent's rest alignment: they come back exact too
+    assert sum(n in errors for n in LEAVES) >= 10
 
 
 @pytest.mark.parametrize("target", ["vrm1/debug_robot.vrm", "vrm0/Godette_vrm_v4.vrm"])

@@ -3,8 +3,8 @@
 In: the source and target ``Model`` (rest bone_position (B,3) model space, MMD units) and their
 ``HumanoidMap``s. Out: ``Alignment`` — the humanoid bones both skeletons have (``bones``: names,
 ``source_bone``/``target_bone`` (J,) int model bones), per bone the common humanoid child its
-direction is measured to (``source_child``/``target_child`` (J,) int, −1 for a leaf; for the
-hips none: its direction is the body's up), ``align_q`` (J,4) the rotation taking the target's
+direction is measured to (``source_child``/``target_child`` (J,) int, −1 for a leaf, which takes
+its nearest humanoid ancestor's alignment; for the hips none: its direction is the body's up), ``align_q`` (J,4) the rotation taking the target's
 rest direction (turned to face as the source does) onto the source's, ``facing_q`` (4,) the yaw
 turning the target's rest facing onto the source's (VRM 0.x files face +z in MMD space, MMD models
 −z), and ``leg_scale`` = target leg length / source leg length (hips → foot: upper + lower leg).
@@ -100,6 +100,21 @@ def check_humanoid(hmap, what: str) -> None:
                           "arms and legs; name them in a map file: docs/retarget.md)", path=what)
 
 
+def _leaves_follow_parents(target, tb: np.ndarray, has: np.ndarray, align_q: np.ndarray) -> None:
+    """A humanoid bone with no common humanoid child (distal fingers, toes, eyes, a head without
+    neck → head child) has no direction to align: it takes the alignment of its nearest humanoid
+    ancestor, so it stays as its own rest pose sets it on its parent (a T-pose's fingertip stays
+    straight on its finger). Bones are visited parents first (humanoid order)."""
+    parent = np.asarray(target.bone_parent)
+    row = {int(b): j for j, b in enumerate(tb)}
+    for j in np.flatnonzero(~has):
+        p = int(parent[tb[j]])
+        while p >= 0 and p not in row:
+            p = int(parent[p])
+        if p >= 0 and row[p] != j:
+            align_q[j] = align_q[row[p]]
+
+
 def align(source, source_map, target, target_map, source_name: str = "source",
           target_name: str = "target") -> Alignment:
     """The ``Alignment`` of ``source`` onto ``target`` (see module); FormatError naming the model
@@ -122,6 +137,7 @@ def align(source, source_map, target, target_map, source_name: str = "source",
     has = sc >= 0
     align_q = np.tile([0.0, 0.0, 0.0, 1.0], (J, 1))
     align_q[has] = qarc(qrot(facing, pt[tc[has]] - pt[tb[has]]), ps[sc[has]] - ps[sb[has]])
+    _leaves_follow_parents(target, tb, has, align_q)
     ls, lt = leg_length(ps, source_map), leg_length(pt, target_map)
     if not (ls > 1e-6 and lt > 1e-6):
         raise FormatError("its legs have no length at rest", path=source_name if ls <= 1e-6 else target_name)
