@@ -85,3 +85,16 @@ def test_an_output_over_an_input_is_refused(files):
     model, motion = files
     with pytest.raises(OptionError, match="is the input file"):
         Take(model, motion, outputs=(Output(motion),)).validate()
+
+
+def test_an_mmd_motion_on_a_vrm_is_retargeted_on_its_own(assets, files):
+    """A VMD whose bone tracks miss the model (a VRM) is retargeted from MMD's standard skeleton
+    when no source is given, with one warning saying so; a model with no humanoid keeps it."""
+    _, dance = files
+    said = []
+    loaded = Take(str(assets / "rigs" / "vrm0" / "Godette_vrm_v4.vrm"), dance, frames="1560+2").load(said.append)
+    assert len(said) == 1 and "retargeted from MMD's standard skeleton" in said[0]
+    report = loaded.bound.report()
+    assert report.bone_tracks > 20 and report.complete  # keyed on the VRM's own bones
+    fox = Take(str(assets / "gltf" / "Fox.glb"), dance, frames="0").load()
+    assert fox.motion.source_path.endswith("wavefile_v2.vmd")  # not retargeted

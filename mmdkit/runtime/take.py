@@ -33,7 +33,7 @@ from mmdkit.animation.binding import BoundMotion, bind_motion
 from mmdkit.animation.frames import MAX_FRAMES, MOTION_FPS, check_frames, parse_frames, split_frames
 from mmdkit.animation.motion import Motion, Pose
 from mmdkit.animation.vpd import motion_from_pose
-from mmdkit.errors import OptionError
+from mmdkit.errors import FormatError, OptionError
 from mmdkit.model.model import Model
 from mmdkit.pose.rig import build_rig
 from mmdkit.retarget.motion import retarget
@@ -41,6 +41,10 @@ from mmdkit.runtime import loading
 from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET
 from mmdkit.runtime.simulation import DEFAULT_SETTLE_SECONDS, PHYSICS_MODES
 
+STANDARD_SKELETON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "demo", "data",
+                                 "gene", "Gene_light.pmx")
+"""An MMD model with the standard bone set (the shipped demo character, CC BY 4.0): the skeleton a
+motion's MMD bone tracks are retargeted from when no ``source`` is given."""
 MAX_CROWD = 100
 """Most characters in one crowd: each has its own pose state and physics world."""
 MAX_FPS = 1000.0
@@ -144,7 +148,7 @@ class Take:
             model_path = os.fspath(self.model)
             model = loading.load_as(model_path, Model, loading.MODEL_KINDS, n["model"], warn=warn, shown=shown)
         motion, label = self._motion(model, model_path, warn, shown)
-        if self.source is not None and isinstance(motion, Motion):
+        if isinstance(motion, Motion):
             motion = self._retargeted(model, model_path, motion, label, warn, shown)
         pose_only = isinstance(motion, Pose)
         if pose_only:
@@ -169,19 +173,32 @@ class Take:
                                        shown=shown, rest_pose=self.rest_pose, frames=spec)
 
     def _retargeted(self, model, model_path: str, motion, label: str, warn, shown: int):
-        """``motion`` retargeted from the ``source`` model onto ``model`` when most of its bone tracks
-        do not bind to ``model`` (a VMD on a VRM), saying so in one line; else ``motion`` itself."""
+        """``motion`` retargeted onto ``model`` when most of its bone tracks do not bind to it (a VMD on
+        a VRM), saying so in one line; else ``motion`` itself. From the ``source`` model; without one,
+        from MMD's standard skeleton (``STANDARD_SKELETON``) when the tracks are MMD's and ``model``
+        has a humanoid (otherwise the motion is kept, and its binding report says what missed)."""
         report = bind_motion(model, motion).report()
         if not report.bone_tracks or report.bound_bones >= 0.5 * report.bone_tracks:
             return motion
-        source = self.source
-        shown_as = getattr(source, "source_path", "") or "the source model"
-        if not isinstance(source, Model):
-            shown_as = os.fspath(source)
-            source = loading.load_as(shown_as, Model, loading.MODEL_KINDS, self.names["source"], warn=warn, shown=shown)
-        out = retarget(source, motion, model, source_name=shown_as, target_name=model_path)
+        source, shown_as = self.source, getattr(self.source, "source_path", "") or "the source model"
+        if source is None:
+            source = loading.load_as(STANDARD_SKELETON, Model, loading.MODEL_KINDS, self.names["source"])
+            if bind_motion(source, motion).report().bound_bones < 0.5 * report.bone_tracks:
+                return motion  # not an MMD motion either
+            shown_as = "MMD's standard skeleton (give --source for the motion's own model)"
+            try:
+                out = retarget(source, motion, model, source_name=shown_as, target_name=model_path)
+            except FormatError:  # the model has no humanoid to retarget onto
+                return motion
+        else:
+            if not isinstance(source, Model):
+                shown_as = os.fspath(source)
+                source = loading.load_as(shown_as, Model, loading.MODEL_KINDS, self.names["source"], warn=warn,
+                                         shown=shown)
+            out = retarget(source, motion, model, source_name=shown_as, target_name=model_path)
+            shown_as = f"{self.names['source']} {shown_as}"
         warn(f"{label}: {report.bound_bones}/{report.bone_tracks} bone tracks bind to {model_path}; "
-             f"retargeted from {self.names['source']} {shown_as}")
+             f"retargeted from {shown_as}")
         return out
 
     def frames_for(self, last: float, default: str) -> np.ndarray:
