@@ -97,3 +97,13 @@ def test_motion_box_of_a_bare_skeleton_holds_its_posed_bones(assets):
     world = pose(model, motion, frames)["bone_world"][:, :, :3, 3].reshape(-1, 3)
     assert (world >= lo - 1e-4).all() and (world <= hi + 1e-4).all()
     assert (hi - lo)[1] > 15  # a character's height, not a point
+
+
+def test_the_automatic_camera_sees_a_character_facing_plus_z_from_its_front(assets):
+    """MMD characters face −Z (left leg at +x); a VRM 0.x file faces +Z: the camera turns 180°."""
+    import mmdkit
+    from mmdkit.render.framing import facing_yaw
+
+    assert facing_yaw(mmdkit.load(assets / "gene" / "Gene_light.pmx")) == 0.0
+    assert facing_yaw(mmdkit.load(assets / "rigs" / "vrm0" / "Godette_vrm_v4.vrm")) == 180.0
+    assert facing_yaw(mmdkit.load(assets / "rigs" / "vrm1" / "debug_robot.vrm")) == 0.0

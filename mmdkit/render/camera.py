@@ -54,9 +54,10 @@ def _fits(view, proj, corners, fill: float) -> bool:
     return bool((np.abs(clip[:, :2] / clip[:, 3:]) <= fill).all())
 
 
-def fit_view(bbox_min, bbox_max, fov_y_deg: float, aspect: float, fill: float = 0.95):
+def fit_view(bbox_min, bbox_max, fov_y_deg: float, aspect: float, fill: float = 0.95, yaw_deg: float = 0.0):
     """(view, eye distance): the nearest camera looking at the box's centre from the front (MMD
-    characters face −Z), 5° down as ``auto_view``, that sees every corner of the box within
+    characters face −Z; ``yaw_deg`` turns the camera about the vertical: 180 for a character facing
+    +Z, ``framing.facing_yaw``), 5° down as ``auto_view``, that sees every corner of the box within
     ``fill`` of the picture's half width and height (a bisection on the distance)."""
     lo, hi = np.asarray(bbox_min, np.float64), np.asarray(bbox_max, np.float64)
     centre = (lo + hi) / 2
@@ -65,7 +66,7 @@ def fit_view(bbox_min, bbox_max, fov_y_deg: float, aspect: float, fill: float = 
     guess = max(half[1] / t, half[0] / (t * aspect)) / fill + half[2]
     corners = np.array([[x, y, z, 1.0] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
     proj = perspective(fov_y_deg, aspect, near=1e-3, far=1e9)
-    rotation = (math.radians(-5), 0.0, 0.0)
+    rotation = (math.radians(-5), math.radians(yaw_deg), 0.0)
     near, far = 0.5 * guess, 2.0 * guess
     for _ in range(40):  # the box looks smaller the farther the eye
         mid = 0.5 * (near + far)

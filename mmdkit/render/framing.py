@@ -11,12 +11,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from mmdkit.retarget import humanoid_map
 from mmdkit.runtime import Character
 from mmdkit.runtime.crowd import rest_box
 from mmdkit.skinning.bounds import BoneBoxes
 
 #: Frames posed at most to find the box (evenly spread over the rendered ones).
 FRAMING_SAMPLES = 96
+
+
+def facing_yaw(model) -> float:
+    """Degrees to turn the automatic camera about the vertical so it sees the character's front: 0
+    for MMD's convention (facing −Z: the left leg at +x), 180 for a character facing +Z (VRM 0.x),
+    read from its humanoid legs (0 without them)."""
+    hmap = humanoid_map(model)
+    left, right = hmap["leftUpperLeg"], hmap["rightUpperLeg"]
+    if left < 0 or right < 0:
+        return 0.0
+    pos = np.asarray(model.bone_position, np.float64)
+    return 180.0 if pos[left, 0] < pos[right, 0] else 0.0
 
 
 def sample_frames(frames, samples: int = FRAMING_SAMPLES) -> np.ndarray:

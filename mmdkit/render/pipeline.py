@@ -26,7 +26,7 @@ from mmdkit.runtime.playback import seconds_at
 from mmdkit.runtime.take import LoadedTake
 from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET, crowd_offsets, crowd_spacing, rest_box
 from mmdkit.render.camera import auto_view, fit_view, mmd_view, perspective
-from mmdkit.render.framing import motion_box
+from mmdkit.render.framing import facing_yaw, motion_box
 from mmdkit.render.geometry import morph_rows
 from mmdkit.render.gl import Renderer
 from mmdkit.render.materials import MaterialValues
@@ -48,7 +48,7 @@ class _Shots:
         self.auto_dist = 0.0
         if self.cam is None:
             self.box = motion_box(model, motion, frames, offsets)
-            self.auto, self.auto_dist = fit_view(*self.box, 30.0, aspect)
+            self.auto, self.auto_dist = fit_view(*self.box, 30.0, aspect, yaw_deg=facing_yaw(model))
 
     def __call__(self, i: int) -> dict:
         """Renderer.render keyword arguments for frame i (view, proj and the rest)."""
