@@ -117,9 +117,10 @@ def test_pass_two_rewrites_the_links_its_solvers_turn():
         np.testing.assert_allclose(staged.bone_skin, fused.bone_skin, atol=1e-6)
 
 
-def test_lane_group_with_different_loop_counts_matches_solving_one_by_one():
-    """Free hair chains with loop counts 4, 40, 9, 40 form one lane group (each lane stops after its
-    own count) and pose as when every solver runs alone."""
+def _hair_worlds(links, loops=(4, 40, 9, 40)):
+    """Chains hanging from a head (``links(c, bones)``: solver c's IK links, bones nearest the head
+    first), one per loop count, posed as one lane group and with every solver alone: (model, the
+    grouped rig, bone_world (F, B, 4, 4) grouped, alone, the chains' tips)."""
     from mmdkit.animation.binding import bind_motion
     from mmdkit.animation.builder import MotionBuilder
     from mmdkit.pose.stages import BONES_AFTER_PHYSICS, SAMPLE, motion_in, run_stages
@@ -127,22 +128,22 @@ def test_lane_group_with_different_loop_counts_matches_solving_one_by_one():
     mb = ModelBuilder("hair")
     head = mb.add_bone("頭", (0, 10, 0))
     tips = []
-    for c, loops in enumerate((4, 40, 9, 40)):
-        prev = head
+    for c, n in enumerate(loops):
+        prev, bones = head, []
         for i in range(4):
             prev = mb.add_bone(f"hair{c}_{i}", (c - 1.5, 10 - 1.0 * i, 0.3 * i), prev)
+            bones.append(prev)
         tips.append(prev)
         ik = mb.add_bone(f"hair{c}_IK", (c - 1.2, 7.5, 1.5), -1, translatable=True)
-        mb.add_ik(ik, prev, [prev - 1, prev - 2, prev - 3], loop_count=loops, limit_angle=0.3)
+        mb.add_ik(ik, prev, links(c, bones[:-1])[::-1], loop_count=n, limit_angle=0.3)
     model = mb.build()
     mob = MotionBuilder()
     mob.add_bone_key("頭", 0, rotation=(0, 0, 0, 1))
     mob.add_bone_key("頭", 20, rotation=(0.3, 0.2, 0.1, 0.927))
     keys = motion_in(bind_motion(model, mob.build()))
     grouped = build_rig(model)
-    assert grouped.ik_group.tolist() == [0, 0, 0, 0]
-    alone = type(grouped)(bone_order=grouped.bone_order, bone_in=grouped.bone_in,
-                          ik_in=grouped.ik_in._replace(ik_group=np.full(4, -1, np.int32)), morph_in=grouped.morph_in)
+    alone = type(grouped)(bone_order=grouped.bone_order, bone_in=grouped.bone_in, morph_in=grouped.morph_in,
+                          ik_in=grouped.ik_in._replace(ik_group=np.full(len(loops), -1, np.int32)))
     worlds = []
     for rig in (grouped, alone):
         s = PoseState.for_rig(rig)
@@ -152,5 +153,29 @@ def test_lane_group_with_different_loop_counts_matches_solving_one_by_one():
                        s.bone_state, s.morph_state, s.morph_out, s.frame_out)
             out.append(s.bone_world.copy())
         worlds.append(np.stack(out))
-    assert np.abs(worlds[0][:, tips, :3, 3] - model.bone_position[tips]).max() > 0.5  # the chains turned
-    np.testing.assert_allclose(worlds[0], worlds[1], atol=1e-6)
+    return model, grouped, worlds[0], worlds[1], tips
+
+
+def test_lane_group_with_different_loop_counts_matches_solving_one_by_one():
+    """Free hair chains with loop counts 4, 40, 9, 40 form one lane group (each lane stops after its
+    own count) and pose as when every solver runs alone."""
+    model, grouped, together, alone, tips = _hair_worlds(lambda c, bones: bones)
+    assert grouped.ik_group.tolist() == [0, 0, 0, 0]
+    assert np.abs(together[:, tips, :3, 3] - model.bone_position[tips]).max() > 0.5  # the chains turned
+    np.testing.assert_allclose(together, alone, atol=1e-6)
+
+
+def test_lane_group_of_limited_chains_matches_solving_one_by_one():
+    """Chains whose links have angle limits (an X hinge, Euler limits, an X hinge; each chain its own
+    values, loop counts 4, 40, 9, 40) form one lane group: every lane runs the scalar solver's
+    halves (a hinge's own axis first, the limits reflecting, then clamping) and its own
+    iteration count, and the chains pose as when every solver runs alone."""
+    def links(c, bones):
+        w = 0.1 * c
+        return [(bones[0], (-1.5 + w, 0, 0), (0.4, 0, 0)), (bones[1], (-0.7, -0.3 - w, -0.6), (0.7, 0.3, 0.6 + w)),
+                (bones[2], (-1.2, 0, 0), (-0.1 * w, 0, 0))]
+    model, grouped, together, alone, tips = _hair_worlds(links)
+    assert grouped.ik_group.tolist() == [0, 0, 0, 0]
+    assert grouped.ik_in.ik_group_link_mode.tolist() == [2, 1, 2]  # from the target up: hinge, Euler, hinge
+    assert np.abs(together[:, tips, :3, 3] - model.bone_position[tips]).max() > 0.5  # the chains turned
+    np.testing.assert_allclose(together, alone, atol=1e-6)

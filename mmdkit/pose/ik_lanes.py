@@ -1,21 +1,23 @@
 """The CCD IK of several structurally equal solvers at once, one SIMD lane each (float64).
 
 In: a lane group g of the rig (``Rig.ik_group*``, found by ``ik_groups.ik_lane_groups``: solvers with
-free links only and the same link rows, independent of each other), the pose
-state. Out (in place): what ``ik.solve_ik`` writes for each member solver (ik_q/local_q of the
-links, world of the path, local and world of the bones below the chain), bit for bit the same.
+the same link rows and link modes — free, Euler limits or a hinge, each lane its own limits —
+independent of each other), the pose state. Out (in place): what ``ik.solve_ik`` writes for each
+member solver (ik_q/local_q of the links, world of the path, local and world of the bones below
+the chain), bit for bit the same.
 
-Why: hair chains that never reach their targets run every iteration, and their steps are
-straight-line float64 maths (``ik._ccd_free``). Here every step and every row refresh of the
-chain is one branch-free loop over LANES lanes (both the capped and the uncapped turn are
-computed and one is selected; a step first computes every lane's axes and cap test, and where no
-lane is capped computes the uncapped turn alone), which LLVM vectorises 4 wide (AVX2
-``vsqrtpd``/``vdivpd``/``vmulpd`` on ``%ymm``); the lanes run the same operations in the same
-order as the scalar solver, so each lane's result is the scalar one. Lanes past the group's
-members copy a member and stay frozen, as does a lane whose solver is switched off, whose target reached its goal
-or whose own loop count has ended. The group iterates until no lane turned a link (every later iteration would
-repeat it: free links have no hinge or limit half, so a free solver's two halves are the same steps) or the
-largest loop count ends. A lazy link (``Rig.ik_link_lazy``)
+Why: hair and skirt chains that never reach their targets run every iteration. Here every step
+and every row refresh of the chain is one branch-free loop over LANES lanes (``ik_lane_steps``:
+for a free link both the capped and the uncapped turn are computed and one is selected), which
+LLVM vectorises 4 wide (AVX2 ``vsqrtpd``/``vdivpd``/``vmulpd`` on ``%ymm``); a limited link's
+limits (trigonometry) then run lane by lane with the scalar solver's own functions. The lanes
+run the same operations in the same order as the scalar solver, so each lane's result is the
+scalar one. Each lane keeps its own iteration count, as ``ik.solve_ik`` does: the first half of
+its loop count turns hinges about their own axis and reflects at the limits, and an iteration in
+which none of its links turned sends it to the second half (or ends it there; at once for free
+links alone, whose halves are the same steps). Lanes past the group's members copy a member and
+stay frozen, as does a lane whose solver is switched off, whose target reached its goal or whose
+iterations have ended; the group iterates while a lane is active. A lazy link (``Rig.ik_link_lazy``)
 turns the lane's target with it and the rows are refreshed at the iteration's end; after a step
 on a row where some lane's link is not lazy, the rows from there down are refreshed and those
 lanes read their target back (``ik.solve_ik``'s order for such a link) — except after the
@@ -35,91 +37,21 @@ fast-math: every operation rounds as the scalar solver's does.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import njit
 
-from mmdkit.mathutil import put3, put4, qmul_scalar, qrot_scalar
+from mmdkit.mathutil import put3, put4
 from mmdkit.pose.fk import compose_world, local_offset, update_local, update_world
-from mmdkit.pose.ik import _REACHED, _TINY_AXIS, _axes, put_ik_rotation, take_off_ik
-from mmdkit.pose.ik_groups import IK_LANE_ROWS, IK_LANES
-
-_NB = dict(cache=True, nogil=True, error_model="numpy")
-
-LANES = IK_LANES  # solvers per group (two AVX2 float64 vectors)
-MAX_ROWS = IK_LANE_ROWS  # chain rows
-# fields of a chain row (each LANES wide): world p, world q, local q, local offset (fk.local_offset),
-# the parent's world p, q, 1.0 where the parent is outside the path (not the row above), the step
-# cap's cos(c), sin(c/2), cos(c/2) (Rig.ik_link_cap), 1.0 where the row is a link of the lane's
-# solver, 1.0 where that link turns the target (lazy: the target hangs below it)
-_WP, _WQ, _LQ, _OFF, _PP, _PQ, _OUT, _CAP, _LINK, _LAZY = 0, 3, 7, 11, 14, 17, 21, 22, 25, 26
-FIELDS = 27
-_RS = FIELDS * LANES  # one row, in float64
-# registers (each LANES wide): goal, target position, active (1.0) / frozen, turned this iteration,
-# turned in the last step, the lane's loop count (members may differ: a lane freezes after its own)
-_G, _T, _ACT, _MOV, _TRN, _LOOP = 0, 3, 6, 7, 8, 9
-_REGS = 10
-
-
-def _stack_buffer(n):
-    """An intrinsic: pointer to n float64 in the calling function's stack frame (32-byte aligned,
-    uninitialised, allocated once per call in the entry block)."""
-    @intrinsic
-    def buffer(typingctx):
-        def codegen(context, builder, signature, args):
-            with builder.goto_entry_block():
-                slot = builder.alloca(ir.ArrayType(ir.DoubleType(), n))
-                slot.align = 32
-            return builder.bitcast(slot, ir.PointerType(ir.DoubleType()))
-        return types.CPointer(types.float64)(), codegen
-    return buffer
-
-
-@intrinsic
-def _kept(typingctx, x):
-    """x itself (LLVM ``freeze``). Storing ``new if c else old`` with old just loaded from the same
-    place lets LLVM turn the store into a masked one (vmaskmovpd, slow on Zen); storing
-    ``new if c else _kept(old)`` stays a blend and a plain store."""
-    if x != types.float64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        instr = ir.Instruction(builder.block, ir.DoubleType(), "freeze", [args[0]])
-        builder._insert(instr)
-        return instr
-    return types.float64(types.float64), codegen
-
-
-@intrinsic
-def _pick(typingctx, c, a, b):
-    """a if c else b for float64 a, b and a boolean c, as one LLVM ``select``: a conditional
-    expression becomes branches, and LLVM's jump threading then merges the branches on one
-    condition into two paths with every operation between them duplicated (both paths run once
-    if-converted: twice the square roots and divides)."""
-    if c != types.boolean or a != types.float64 or b != types.float64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        cond = context.cast(builder, args[0], types.boolean, types.boolean)
-        return builder.select(builder.trunc(cond, ir.IntType(1)) if cond.type != ir.IntType(1) else cond,
-                              args[1], args[2])
-    return types.float64(types.boolean, types.float64, types.float64), codegen
-
+from mmdkit.pose.ik import _REACHED, put_ik_rotation, take_off_ik
+from mmdkit.pose.ik_lane_steps import (_ACT, _AX, _AXEND, _CAP, _G, _HALF, _IT, _LAZY, _LINK, _LO, _LOOP, _LQ, _MOV,
+                                       _NB, _OFF, _OUT, _PP, _PQ, _REGS, _RS, _T, _TRN, _UP, _WP, _WQ, FIELDS, LANES,
+                                       MAX_ROWS, _kept, _lane_step, _lane_step_limited, _parent, _pick,
+                                       _stack_buffer)
 
 _chain_buffer = _stack_buffer(MAX_ROWS * _RS)
 _register_buffer = _stack_buffer(_REGS * LANES)
-_step_buffer = _stack_buffer(15 * LANES)  # a step's axes and lengths (_step_axis) and parent-frame axis
+_step_buffer = _stack_buffer(15 * LANES)  # a step's axes, lengths, parent-frame axis (or turned rotation)
 _kind_buffer = _stack_buffer(2 * MAX_ROWS + 1)  # per row: 0/1/2 (_lane_refresh's below); 1.0 an eager link
-
-
-@njit(inline="always", **_NB)
-def _parent(c, o):
-    """The parent's world rotation (4) and position (3) of the row at o (row base + lane)."""
-    return (c[o + (_PQ + 0) * LANES], c[o + (_PQ + 1) * LANES], c[o + (_PQ + 2) * LANES], c[o + (_PQ + 3) * LANES],
-            c[o + (_PP + 0) * LANES], c[o + (_PP + 1) * LANES], c[o + (_PP + 2) * LANES])
 
 
 @njit(inline="always", **_NB)
@@ -186,110 +118,6 @@ def _lane_refresh(c, r, below):
 
 
 @njit(inline="always", **_NB)
-def _step_axis(c, reg, o, l):
-    """The first part of a step (``ik._axes``) for the row at o in lane l: (a (3), b (3), c (3),
-    aa, bb, cc) from the link's world position, the target and the goal."""
-    lx, ly, lz = c[o + (_WP + 0) * LANES], c[o + (_WP + 1) * LANES], c[o + (_WP + 2) * LANES]
-    gx, gy, gz = reg[(_G + 0) * LANES + l], reg[(_G + 1) * LANES + l], reg[(_G + 2) * LANES + l]
-    tx, ty, tz = reg[(_T + 0) * LANES + l], reg[(_T + 1) * LANES + l], reg[(_T + 2) * LANES + l]
-    return _axes(gx, gy, gz, lx, ly, lz, tx, ty, tz)
-
-
-@njit(inline="always", **_NB)
-def _step_rest(c, reg, o, l, e, vx, vy, vz, uncapped):
-    """The rest of a step for the row at o in lane l, from ``_step_axis``'s e and the world axis
-    in the parent frame v: ``ik._ccd_free`` with both the capped and the uncapped turn computed
-    and one selected (with ``uncapped``, a constant, only the uncapped one: no lane is capped).
-    The lane turns where it is active, the row is one of its links and the axis is not tiny; the
-    target turns with the link where the link is lazy (the target hangs below)."""
-    ax, ay, az, bx, by, bz, cx, cy, cz, aa, bb, cc = e
-    lx, ly, lz = c[o + (_WP + 0) * LANES], c[o + (_WP + 1) * LANES], c[o + (_WP + 2) * LANES]
-    rx, ry, rz, rw = c[o + (_LQ + 0) * LANES], c[o + (_LQ + 1) * LANES], c[o + (_LQ + 2) * LANES], \
-        c[o + (_LQ + 3) * LANES]
-    cos_cap, sin_half_cap, cos_half_cap = c[o + (_CAP + 0) * LANES], c[o + (_CAP + 1) * LANES], \
-        c[o + (_CAP + 2) * LANES]
-    link = c[o + _LINK * LANES] != 0.0
-    lazy = c[o + _LAZY * LANES] != 0.0
-    tx, ty, tz = reg[(_T + 0) * LANES + l], reg[(_T + 1) * LANES + l], reg[(_T + 2) * LANES + l]
-    act = reg[_ACT * LANES + l] != 0.0
-    moved = reg[_MOV * LANES + l]
-    turn = act & link & (cc > _TINY_AXIS * (aa * bb))
-    vv = vx * vx + vy * vy + vz * vz
-    ab = ax * bx + ay * by + az * bz
-    # ik._half_angle: each lane runs its branch's operations (both branches: the rotation's square
-    # root and divide shared between them, operands selected; the target's are not: they are on
-    # the path to the next step, and selecting needs the cap test first)
-    m = math.sqrt(aa * bb)
-    mab = m + ab
-    w_free = math.sqrt(aa / bb)
-    if uncapped:  # the uncapped operations below, alone
-        n1 = 1.0 / math.sqrt(2.0 * m * mab)
-        k = math.sqrt(cc / vv) * n1
-        ch = mab * n1
-        t0, t1, t2 = bx * w_free, by * w_free, bz * w_free
-    else:
-        capped = ab < cos_cap * m
-        d1 = math.sqrt(_pick(capped, vv, 2.0 * m * mab))  # capped: |v|; uncapped: 1 / n
-        n1 = _pick(capped, sin_half_cap, 1.0) / d1  # capped: k; uncapped: n
-        k = _pick(capped, n1, math.sqrt(cc / vv) * n1)
-        ch = _pick(capped, cos_half_cap, mab * n1)
-        # the target: turned with the link (capped) or onto the goal's line (uncapped)
-        w_cap = sin_half_cap / math.sqrt(cc)
-        tc = qrot_scalar(cx * w_cap, cy * w_cap, cz * w_cap, cos_half_cap, ax, ay, az)
-        t0 = _pick(capped, tc[0], bx * w_free)
-        t1 = _pick(capped, tc[1], by * w_free)
-        t2 = _pick(capped, tc[2], bz * w_free)
-    nq = qmul_scalar(vx * k, vy * k, vz * k, ch, rx, ry, rz, rw)
-    nt0, nt1, nt2 = lx - t0, ly - t1, lz - t2
-    turn_t = turn & lazy
-    c[o + (_LQ + 0) * LANES] = _pick(turn, nq[0], _kept(rx))
-    c[o + (_LQ + 1) * LANES] = _pick(turn, nq[1], _kept(ry))
-    c[o + (_LQ + 2) * LANES] = _pick(turn, nq[2], _kept(rz))
-    c[o + (_LQ + 3) * LANES] = _pick(turn, nq[3], _kept(rw))
-    reg[(_T + 0) * LANES + l] = _pick(turn_t, nt0, _kept(tx))
-    reg[(_T + 1) * LANES + l] = _pick(turn_t, nt1, _kept(ty))
-    reg[(_T + 2) * LANES + l] = _pick(turn_t, nt2, _kept(tz))
-    reg[_MOV * LANES + l] = _pick(turn, 1.0, moved)
-    reg[_TRN * LANES + l] = _pick(turn, 1.0, 0.0)
-
-
-@njit(inline="always", **_NB)
-def _lane_step(c, reg, s, r):
-    """One CCD step on the link at chain row r in every lane: ``_step_axis`` and the world axis
-    into the parent's frame, kept in the step buffer s, then ``_step_rest`` — the uncapped turn
-    alone where no lane's turn is capped (the same values: each lane selects the uncapped one)."""
-    base = r * _RS
-    capped = False
-    for l in range(LANES):
-        o = base + l
-        p = _parent(c, o)
-        e = _step_axis(c, reg, o, l)
-        v = qrot_scalar(-p[0], -p[1], -p[2], p[3], e[6], e[7], e[8])
-        for i in range(12):
-            s[i * LANES + l] = e[i]
-        for i in range(3):
-            s[(12 + i) * LANES + l] = v[i]
-        ab = e[0] * e[3] + e[1] * e[4] + e[2] * e[5]
-        capped = capped | (ab < c[o + _CAP * LANES] * math.sqrt(e[9] * e[10]))
-    if capped:
-        for l in range(LANES):
-            _step_rest(c, reg, base + l, l, _step_saved(s, l), s[12 * LANES + l], s[13 * LANES + l],
-                       s[14 * LANES + l], False)
-    else:
-        for l in range(LANES):
-            _step_rest(c, reg, base + l, l, _step_saved(s, l), s[12 * LANES + l], s[13 * LANES + l],
-                       s[14 * LANES + l], True)
-
-
-@njit(inline="always", **_NB)
-def _step_saved(s, l):
-    """``_step_axis``'s 12-tuple of lane l back from the step buffer s."""
-    return (s[l], s[LANES + l], s[2 * LANES + l], s[3 * LANES + l], s[4 * LANES + l], s[5 * LANES + l],
-            s[6 * LANES + l], s[7 * LANES + l], s[8 * LANES + l], s[9 * LANES + l], s[10 * LANES + l],
-            s[11 * LANES + l])
-
-
-@njit(inline="always", **_NB)
 def _fill_lane(
     c, reg, l, k, R, on,
     # Model
@@ -304,6 +132,7 @@ def _fill_lane(
     lane only mirrors the state (a switched-off solver, or a spare lane)."""
     parent, position = bone_in.bone_parent, bone_in.bone_position
     ik_link_start, ik_link_bone, ik_link_cap = ik_in.ik_link_start, ik_in.ik_link_bone, ik_in.ik_link_cap
+    ik_link_mode, ik_link_lower, ik_link_upper = ik_in.ik_link_mode, ik_in.ik_link_lower, ik_in.ik_link_upper
     ik_link_path, ik_link_lazy, ik_path_start = ik_in.ik_link_path, ik_in.ik_link_lazy, ik_in.ik_path_start
     ik_path_bone, ik_path_parent = ik_in.ik_path_bone, ik_in.ik_path_parent
     st = bone_state_inout
@@ -338,14 +167,23 @@ def _fill_lane(
             c[o + (_OFF + i) * LANES] = v[i]
             c[o + (_PP + i) * LANES] = world_p[s, i]
         c[o + _OUT * LANES] = 1.0 if ik_path_parent[p0 + r] < 0 else 0.0
+    limited = False
     for j in range(l0, l1):
         o = (top + ik_link_path[j] - p0) * _RS + l
         for i in range(3):
             c[o + (_CAP + i) * LANES] = ik_link_cap[j, i]
+            c[o + (_LO + i) * LANES] = ik_link_lower[j, i]
+            c[o + (_UP + i) * LANES] = ik_link_upper[j, i]
         c[o + _LINK * LANES] = 1.0
-        c[o + _LAZY * LANES] = 1.0 if ik_link_lazy[j] != 0 else 0.0
+        c[o + _LAZY * LANES] = 1.0 if ik_link_lazy[j] != 0 and ik_link_mode[j] == 0 else 0.0
+        limited = limited or ik_link_mode[j] != 0
+    loops = ik_in.ik_loop[k]
     reg[_ACT * LANES + l] = 1.0 if on else 0.0
     reg[_MOV * LANES + l] = 0.0
+    reg[_LOOP * LANES + l] = loops
+    reg[_IT * LANES + l] = 0.0
+    reg[_AXEND * LANES + l] = loops // 2
+    reg[_HALF * LANES + l] = loops // 2 if limited else 0
 
 
 @njit(**_NB)
@@ -367,12 +205,13 @@ def solve_lanes(
     bone below each member's chain, member by member."""
     m, st = bone_in, bone_state_inout
     parent, position = m.bone_parent, m.bone_position
-    ik_loop, ik_link_start, ik_link_bone = ik_in.ik_loop, ik_in.ik_link_start, ik_in.ik_link_bone
+    ik_link_start, ik_link_bone = ik_in.ik_link_start, ik_in.ik_link_bone
     ik_path_start, ik_path_bone = ik_in.ik_path_start, ik_in.ik_path_bone
     ik_after_start, ik_after_bone = ik_in.ik_after_start, ik_in.ik_after_bone
     ik_group_start, ik_group_solver, ik_group_bone = ik_in.ik_group_start, ik_in.ik_group_solver, ik_in.ik_group_bone
     ik_group_rows, ik_group_link_start, ik_group_link_row = ik_in.ik_group_rows, ik_in.ik_group_link_start, \
         ik_in.ik_group_link_row
+    ik_group_link_mode = ik_in.ik_group_link_mode
     ik_enabled = ik_enabled_in
     ik_q, local_t, local_q, world_p, world_q = st.bone_ik_q, st.bone_local_t, st.bone_local_q, st.bone_world_p, \
         st.bone_world_q
@@ -416,26 +255,26 @@ def solve_lanes(
         reg[(_T + 1) * LANES + l] = c[tb + LANES + l]
         reg[(_T + 2) * LANES + l] = c[tb + 2 * LANES + l]
     j0, j1 = ik_group_link_start[g], ik_group_link_start[g + 1]
-    loops = 0
-    for l in range(LANES):
-        k = ik_group_solver[s0 + l % nl]
-        reg[_LOOP * LANES + l] = ik_loop[k]
-        loops = max(loops, ik_loop[k])
-    for it in range(loops):
+    while True:  # every lane iterates as ik.solve_ik does, each with its own count
         alive = False
         for l in range(LANES):
             dx = reg[(_T + 0) * LANES + l] - reg[(_G + 0) * LANES + l]
             dy = reg[(_T + 1) * LANES + l] - reg[(_G + 1) * LANES + l]
             dz = reg[(_T + 2) * LANES + l] - reg[(_G + 2) * LANES + l]
-            if dx * dx + dy * dy + dz * dz < _REACHED or it >= reg[_LOOP * LANES + l]:
+            if dx * dx + dy * dy + dz * dz < _REACHED or reg[_IT * LANES + l] >= reg[_LOOP * LANES + l]:
                 reg[_ACT * LANES + l] = 0.0
             reg[_MOV * LANES + l] = 0.0
+            reg[_AX * LANES + l] = 1.0 if reg[_IT * LANES + l] < reg[_AXEND * LANES + l] else 0.0
             alive = alive or reg[_ACT * LANES + l] != 0.0
         if not alive:
             break
         for j in range(j0, j1):
             r = R - 1 - ik_group_link_row[j]
-            _lane_step(c, reg, sb, r)
+            mode = ik_group_link_mode[j]
+            if mode == 0:
+                _lane_step(c, reg, sb, r)
+            else:
+                _lane_step_limited(c, reg, sb, r, mode)
             # an eager link: its rows refreshed, the target read back; not at the iteration's last
             # step: the iteration's refresh below recomputes every row (from the local rotations
             # and the outside parents alone) and reads the targets back, the same values
@@ -454,11 +293,15 @@ def solve_lanes(
             reg[(_T + 0) * LANES + l] = c[tb + l]
             reg[(_T + 1) * LANES + l] = c[tb + LANES + l]
             reg[(_T + 2) * LANES + l] = c[tb + 2 * LANES + l]
-        moved = False
-        for l in range(LANES):
-            moved = moved or reg[_MOV * LANES + l] != 0.0
-        if not moved:  # no lane turned: every later iteration repeats this one (free links only)
-            break
+        for l in range(LANES):  # the iteration count; an iteration that turned nothing would repeat in
+            if reg[_ACT * LANES + l] == 0.0:  # this half: the second half next, or the lane is done
+                continue
+            reg[_IT * LANES + l] += 1.0
+            if reg[_MOV * LANES + l] == 0.0:
+                if reg[_IT * LANES + l] > reg[_HALF * LANES + l]:
+                    reg[_ACT * LANES + l] = 0.0
+                else:
+                    reg[_IT * LANES + l] = reg[_HALF * LANES + l]
     for l in range(nl):  # the lanes back into the state, then each member's bones below its chain
         k = ik_group_solver[s0 + l]
         if ik_enabled[k] == 0:

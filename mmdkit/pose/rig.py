@@ -150,6 +150,7 @@ IkIn = group("IkIn", (  # solver k, link j; add new per-solver/per-link arrays h
     Field("ik_group_rows", ("G",), "int32", "", "the group's longest path (its lanes' paths aligned at the target)"),
     Field("ik_group_link_start", ("G+1",), "int32", "", "CSR into ik_group_link_row"),
     Field("ik_group_link_row", ("J",), "int32", "", "link j's row from the target up (0 = the target's row)"),
+    Field("ik_group_link_mode", ("J",), "int32", "", "link j's ik_link_mode, the same in every member"),
 ), "The IK section of a Rig: the kernels' ``ik_in`` (# Model).", __name__)
 
 MorphIn = group("MorphIn", (
