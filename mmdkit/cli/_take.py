@@ -19,10 +19,16 @@ from mmdkit.cli._common import SHOWN_WARNINGS, report_bound, warn
 from mmdkit.cli._frames import warn_past_end
 from mmdkit.cli._output import check_output, count, writing
 from mmdkit.errors import OptionError
-from mmdkit.export import writer_for
-from mmdkit.io import ANNOTATE_OPTIONS, RENDER_OPTIONS, check_palette, is_export, parse_size, sinks_for
 from mmdkit.runtime.driver import run
 from mmdkit.runtime.take import CLI_NAMES, Output, Take
+
+def _io():
+    """``mmdkit.io`` (the renderer and the exporters behind it), imported when a command has outputs:
+    ``mmdkit pose`` and ``bench`` never load OpenGL or the video codecs."""
+    import mmdkit.io
+
+    return mmdkit.io
+
 
 OPTION_NAMES = {"size": "--size", "msaa": "--msaa", "palette_size": "--palette", "ground_shadow": "--ground-shadow",
                 "self_shadow": "--self-shadow", "floor": "--floor", "audio": "--audio", "joints": "--joints",
@@ -54,11 +60,12 @@ def make_take(model_path, motion_path, *, clip=None, vpd_specs=(), camera_path=N
 
 def _kind(path) -> str:
     ext = os.path.splitext(str(path))[1].lower()
-    return ext if is_export(path) else "picture/video"
+    return ext if _io().is_export(path) else "picture/video"
 
 
 def _takes(path) -> tuple:
-    return tuple(writer_for(path).OPTIONS) if is_export(path) else RENDER_OPTIONS + ANNOTATE_OPTIONS
+    io = _io()
+    return tuple(io.writer_for(path).OPTIONS) if io.is_export(path) else io.RENDER_OPTIONS + io.ANNOTATE_OPTIONS
 
 
 def check_outputs(take: Take, *, extra_inputs=()) -> list:
@@ -68,8 +75,8 @@ def check_outputs(take: Take, *, extra_inputs=()) -> list:
               *extra_inputs]
     inputs = [str(p) for p in inputs if isinstance(p, str) and p]
     for out in take.outputs:
-        check_output(out.path, inputs, folder_ok=not is_export(out.path))
-    return sinks_for(take, warn=warn, flag_prefix="--", names=OPTION_NAMES)
+        check_output(out.path, inputs, folder_ok=not _io().is_export(out.path))
+    return _io().sinks_for(take, warn=warn, flag_prefix="--", names=OPTION_NAMES)
 
 
 def load(take: Take, *, quiet: bool, report: bool = True, check=None):
@@ -220,7 +227,7 @@ def execute(command: str, p: dict, *, demo: bool = False) -> None:
         frames = frames or "{}:{}".format(*DEMO_FRAMES)
     elif not model_path:
         raise OptionError("MODEL MOTION", "give both (MOTION may be left out when MODEL carries clips), or --demo")
-    pictures = any(not is_export(o) for o in p["outputs"])
+    pictures = any(not _io().is_export(o) for o in p["outputs"])
     options = _output_values(p, demo and pictures)
     take = make_take(model_path, motion_path, clip=p["clip"], vpd_specs=p["vpd_specs"], camera_path=p["camera_path"],
                      frames=frames, fps=p["fps"], physics=p["physics"], crowd=p["crowd"], outputs=p["outputs"],
@@ -240,8 +247,8 @@ def execute(command: str, p: dict, *, demo: bool = False) -> None:
 def _output_values(p: dict, demo_pictures: bool) -> dict:
     """The output options typed (None where left out), checked where the CLI bounds them."""
     palette = p["palette_size"]
-    check_palette(palette, "--palette")
-    size = parse_size(p["size"], "--size") if p["size"] else ((640, 360) if demo_pictures else None)
+    _io().check_palette(palette, "--palette")
+    size = _io().parse_size(p["size"], "--size") if p["size"] else ((640, 360) if demo_pictures else None)
     reduce_physics = p["reduce_physics"]
     if reduce_physics is not None and any(str(o).lower().endswith(".vmd") for o in p["outputs"]):
         from mmdkit.export.vmd import check_tolerance  # one line naming --reduce-physics, before loading
@@ -250,14 +257,14 @@ def _output_values(p: dict, demo_pictures: bool) -> dict:
     return dict(size=size, msaa=p["msaa"], palette_size=palette, ground_shadow=p["ground_shadow"],
                 self_shadow=p["self_shadow"], floor=True if demo_pictures else None, audio=p["audio"],
                 joints=p["joints"], scale=p["scale"], vertices=p["vertices"] or None, reduce=p["reduce_tol"],
-                reduce_physics=reduce_physics, **{k: p.get(k) for k in ANNOTATE_OPTIONS})
+                reduce_physics=reduce_physics, **{k: p.get(k) for k in _io().ANNOTATE_OPTIONS})
 
 
 def _export_bytes_per_frame(loaded) -> int:
     """Bytes the take's export outputs hold per frame until written (0 without exports)."""
     model = loaded.model
     per_bone = sum(BYTES_PER_BONE_FRAME[os.path.splitext(str(o.path))[1].lower()]
-                   for o in loaded.take.outputs if is_export(o.path))
+                   for o in loaded.take.outputs if _io().is_export(o.path))
     return 8 + model.num_bones * per_bone + model.num_morphs * 8 if per_bone else 0
 
 
@@ -308,7 +315,7 @@ def summary(output: str, info: dict, num_frames: int, fps: float) -> str:
 
 def summary_line(path, info: dict, loaded, compiling) -> str:
     """The line a command prints for one output it wrote."""
-    if is_export(path):
+    if _io().is_export(path):
         return summary(str(path), info, len(loaded.frames), loaded.fps)
     done = time.perf_counter()  # kernels compiled while drawing (a first run) are not drawing time
     compiled = compiling.seconds_within(done - info["seconds"], done)

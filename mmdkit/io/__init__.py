@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from mmdkit.errors import OptionError
-from mmdkit.export import WRITERS, ExportSink
+from mmdkit.export import WRITERS, ExportSink, writer_for
 from mmdkit.render.labels import ANNOTATE_OPTIONS, AnnotateSink
 from mmdkit.render.pipeline import RenderSink
 from mmdkit.render.video import SUPPORTED, output_kind
@@ -31,7 +31,7 @@ EXPORT_OPTIONS = ("joints", "scale", "vertices", "reduce", "reduce_physics")
 MAX_PALETTE = 256
 """Largest ``palette_size``: 16 KB, the smallest uniform block OpenGL guarantees, holds 256 matrices."""
 
-__all__ = ["run", "sinks_for", "sink_for", "is_export", "parse_size", "RENDER_OPTIONS", "ANNOTATE_OPTIONS",
+__all__ = ["run", "sinks_for", "sink_for", "is_export", "parse_size", "writer_for", "RENDER_OPTIONS", "ANNOTATE_OPTIONS",
            "EXPORT_OPTIONS", "Output", "Take"]
 
 
