@@ -37,6 +37,7 @@ from mmdkit.errors import FormatError, OptionError
 from mmdkit.model.model import Model
 from mmdkit.pose.rig import build_rig
 from mmdkit.retarget.motion import retarget
+from mmdkit.retarget.names import label_name
 from mmdkit.runtime import loading
 from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET
 from mmdkit.runtime.simulation import DEFAULT_SETTLE_SECONDS, PHYSICS_MODES
@@ -173,12 +174,12 @@ class Take:
                                        shown=shown, rest_pose=self.rest_pose, frames=spec)
 
     def _retargeted(self, model, model_path: str, motion, label: str, warn, shown: int):
-        """``motion`` retargeted onto ``model`` when most of its bone tracks do not bind to it (a VMD on
-        a VRM), saying so in one line; else ``motion`` itself. From the ``source`` model; without one,
+        """``motion`` retargeted onto ``model`` when most of its humanoid bone tracks (by MMD's names;
+        else all its tracks) do not bind to it (a VMD on a VRM), saying so in one line; else ``motion`` itself. From the ``source`` model; without one,
         from MMD's standard skeleton (``STANDARD_SKELETON``) when the tracks are MMD's and ``model``
         has a humanoid (otherwise the motion is kept, and its binding report says what missed)."""
         report = bind_motion(model, motion).report()
-        if not report.bone_tracks or report.bound_bones >= 0.5 * report.bone_tracks:
+        if not report.bone_tracks or _mostly_bound(motion, report):
             return motion
         source, shown_as = self.source, getattr(self.source, "source_path", "") or "the source model"
         if source is None:
@@ -274,6 +275,17 @@ def check_fps_range(fps, option: str = "fps") -> float:
         raise OptionError(option, f"must be a number of frames per second above 0 and at most {MAX_FPS:g}, "
                                   f"got {v:g}")
     return v
+
+
+def _mostly_bound(motion, report) -> bool:
+    """True when at least half the motion's bone tracks that name MMD humanoid bones (左腕, センター,
+    ...; all its tracks when none does) bind: an MMD model playing another model's VMD (hair and
+    skirt tracks missing) is not retargeted."""
+    unbound = set(report.unbound_bones)
+    named = [n for n in motion.bone_track_name if (m := label_name(n)) is not None and m.scheme == "mmd"
+             and m.priority == 2]
+    tracks = named or list(motion.bone_track_name)
+    return sum(n not in unbound for n in tracks) >= 0.5 * len(tracks)
 
 
 def _shown(value) -> str:
