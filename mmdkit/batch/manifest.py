@@ -27,14 +27,16 @@ from mmdkit.runtime.loading import split_vpd_spec
 from mmdkit.runtime.take import MANIFEST_NAMES, Output, Take
 
 EXPORT_OUTPUTS = ("npz", "glb", "gltf", "bvh", "vmd")
-RENDER_OUTPUTS = ("mp4", "png")
+RENDER_OUTPUTS = ("mp4", "png", "annotate")
 OUTPUTS = EXPORT_OUTPUTS + RENDER_OUTPUTS
 COMMON_OPTIONS = ("frames", "fps", "physics")
 """Options every output takes; given in an output's table they override the job's own."""
 RENDER_OPTIONS = ("size", "msaa", "palette_size", "ground_shadow", "self_shadow")
 """A picture's or video's own options (as ``mmdkit render`` --size, --msaa, --palette, --ground-shadow,
 --self-shadow); an export's are its writer's (npz: joints, scale, vertices; bvh: joints, scale;
-glb/gltf: scale, reduce; vmd: reduce, reduce_physics)."""
+glb/gltf: scale, reduce; vmd: reduce, reduce_physics). ``annotate`` (an annotated render, the folder
+``<name>.annotate/`` as ``mmdkit render --annotate -o <name>.annotate/`` writes it, docs/dataset.md)
+takes size, msaa, ground_shadow, self_shadow, floor and ``ANNOTATE_OPTIONS`` less annotate."""
 JOB_KEYS = ("name", "model", "motion", "source", "clip", "vpd", "camera", "audio", "frames", "fps", "physics",
             "crowd", "outputs")
 """Keys of a job line besides one option table per output."""
@@ -83,7 +85,8 @@ class Job:
     def takes(self, model=None, folder: str = "", source=None) -> list:
         """The job as Takes (not validated): outputs with the same frames, fps and physics share one
         Take (one pass writes them all), each written to ``folder``/``<name>.<output>`` with its own
-        options; ``png`` is one picture, the first of its frames. ``model``/``source``: the Models
+        options; ``png`` is one picture, the first of its frames; ``annotate`` the folder
+        ``<name>.annotate/`` of an annotated render. ``model``/``source``: the Models
         already loaded (default: the job's paths)."""
         groups = {}
         for out in self.outputs:
@@ -95,6 +98,8 @@ class Job:
             if out == "mp4" and self.audio:
                 settings["audio"] = self.audio
             path = os.path.join(folder, f"{self.name or 'job'}.{out}")
+            if out == "annotate":
+                path, settings["annotate"] = os.path.join(path, ""), True
             groups.setdefault((frames, fps, physics), []).append(Output(path, settings))
         source = self.source if source is None else source
         return [Take(self.model if model is None else model, self.motion, source=source, clip=self.clip,
@@ -213,6 +218,9 @@ def make_job(entry: dict, base: str, where: str, defaults: dict | None = None) -
         table = (defaults or {}).get(out, {}) | _check_options(entry.get(out, {}), out, where)
         if table:
             options[out] = _check_options(table, out, where)
+        views = options.get(out, {}).get("views") if out == "annotate" else None
+        if isinstance(views, str) and not views.strip().isdigit():  # a cameras.json beside the manifest
+            options[out]["views"] = _absolute(base, views)
     name = entry.get("name")
     if name is not None and (not isinstance(name, str) or not _slug(name) == name):
         raise FormatError(f"name {name!r} must be letters, digits, '.', '_' or '-'", path=where)

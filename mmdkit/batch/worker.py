@@ -1,7 +1,8 @@
 """Running one batch job inside a worker process (a local pool's or a Ray worker's).
 
 In: a planned ``Job`` and the ``Store``; a ``Worker`` per process (its numba threads, its
-``ModelCache``). Out: a results row (status ok or failed, seconds, frames, output paths and sizes,
+``ModelCache``). Out: a results row (status ok or failed, seconds, frames, output paths and sizes (an
+annotated render's folder: its keypoints.json),
 warnings, the one-line error). A job runs as its Takes (``Job.takes``: the outputs sharing frames,
 fps and physics in one pass) through ``mmdkit.io.run``, as ``mmdkit render``/``export`` run theirs:
 the same loading (no motion: a glTF model's first clip, else the rest pose), the same errors.
@@ -83,12 +84,23 @@ def _run(job, store, models: ModelCache, sources: ModelCache, warnings: list) ->
             with naming(", ".join(paths)):  # a write failing without a file name (a full disk) names them
                 infos = run_take(take, warn=warn, shown=SHOWN_WARNINGS)
             for path, info in zip(paths, infos):
-                written[os.path.basename(path)] = {"filename": os.path.basename(path), "size": os.path.getsize(path),
-                                                   "frames": int(info.get("frames", 0))}
+                written[os.path.basename(os.path.normpath(path))] = _written(folder, path, info)
         done = [written[f"{job.name}.{out}"] for out in job.outputs]
-        store.publish(job.name, folder, [d["filename"] for d in done])
+        store.publish(job.name, folder, [f for d in done for f in d["files"]])
     warnings[:] = dict.fromkeys(warnings)  # each Take loads the motion: its warnings once
     return done, max(d["frames"] for d in done)
+
+
+def _written(folder: str, path: str, info: dict) -> dict:
+    """An output written into ``folder``: its filename and size (an annotated render's folder: its
+    keypoints.json, the dataset's index, stands for it), frames and every file to publish."""
+    name = os.path.relpath(os.path.normpath(path), folder)
+    files = [name]
+    if os.path.isdir(path):
+        files = sorted(os.path.relpath(os.path.join(d, f), folder) for d, _, fs in os.walk(path) for f in fs)
+        name = os.path.join(name, "keypoints.json")
+    return {"filename": name, "size": os.path.getsize(os.path.join(folder, name)),
+            "frames": int(info.get("frames", 0)), "files": files}
 
 
 def rss_mb() -> float:
