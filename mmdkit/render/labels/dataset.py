@@ -18,7 +18,6 @@ its character no nearer than the keypoint's own surface point (its camera z − 
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
@@ -96,13 +95,35 @@ def runs(mask: np.ndarray) -> list:
     return ([0] + lengths) if flat.size and flat[0] else lengths
 
 
-def _png_bytes(array: np.ndarray) -> bytes:
-    """A PNG of ``array`` (8-bit RGB or grey, 16-bit grey), zlib level 1 (fast)."""
-    from PIL import Image
+PNG_LEVEL = 2
+"""zlib level of the PNGs (fixed: the same picture gives the same bytes)."""
+_PNG_COLOUR = {1: 0, 3: 2}  # channels → PNG colour type (grey, RGB)
 
-    out = io.BytesIO()
-    Image.fromarray(array).save(out, format="png", compress_level=1)
-    return out.getvalue()
+
+def _png_bytes(array: np.ndarray) -> bytes:
+    """A PNG of ``array`` (H,W) or (H,W,3), uint8 or uint16: every row with PNG's 'up' filter (the
+    difference to the row above, one numpy subtraction for the whole picture) and zlib level
+    ``PNG_LEVEL`` — about three times quicker than Pillow's per-row filter choice, files as small."""
+    import struct
+    import zlib
+
+    H, W = array.shape[:2]
+    channels = 1 if array.ndim == 2 else array.shape[2]
+    if array.dtype not in (np.uint8, np.uint16) or channels not in _PNG_COLOUR:
+        raise ValueError(f"no PNG for a {array.dtype} picture of shape {array.shape}")
+    bits = 8 * array.dtype.itemsize
+    rows = np.ascontiguousarray(array, dtype=">u2" if bits == 16 else np.uint8).view(np.uint8).reshape(H, -1)
+    data = np.empty((H, rows.shape[1] + 1), np.uint8)
+    data[:, 0] = 2  # filter type 'up'
+    data[:1, 1:] = rows[:1]
+    np.subtract(rows[1:], rows[:-1], out=data[1:, 1:])
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", W, H, bits, _PNG_COLOUR[channels], 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(data, PNG_LEVEL))
+            + chunk(b"IEND", b""))
 
 
 class DatasetWriter:
