@@ -3,10 +3,11 @@
 In: the target ``Model`` and its ``HumanoidMap``; per frame the target's local rotations
 local_q (F,B,4) and translations local_t (F,B,3) (parent-local, MMD units) as the retarget made
 them, and world positions world_p (F,B,3) model space of that pose. Out (in place / returned):
-- ``split_twist``: an upper arm's twist about its 腕捩 axis moves onto 腕捩; a forearm's twist and
-  the hand's twist about the 手捩 axis move onto 手捩 (the bones between keep the swing only):
-  every world rotation below stays the same, the twist bones' followers (腕捩1..3) deform as the
-  model's author meant;
+- ``split_twist``: the twist a forearm (ひじ) has about the 腕捩 axis, relative to the upper arm,
+  moves onto 腕捩, and the hand's twist about the 手捩 axis onto 手捩 — the twist between two
+  humanoid bones happens along the twist bone between them, as the model's author rigged it (its
+  followers 腕捩1..3 deform the sleeve); ひじ and 手首 keep the swing. Every humanoid bone's world
+  rotation stays the source's (腕 keeps its own roll), so an MMD → VRM → MMD trip comes back exact;
 - ``to_append_sources``: a keyed bone that takes its rotation by append (付与) from an unkeyed bone
   has its rotation written to that source instead (scaled by 1 / ratio);
 - ``ik_keys``: each IK solver whose chain holds a keyed bone gets its IK bone keyed at the world
@@ -21,7 +22,7 @@ import numpy as np
 
 from mmdkit.model import model as M
 from mmdkit.retarget.geometry import ancestors
-from mmdkit.retarget.quat import qmul, qpow, swing_twist, twist_swing
+from mmdkit.retarget.quat import qmul, qpow, twist_swing
 
 
 def _axis(model, b: int) -> np.ndarray | None:
@@ -44,12 +45,8 @@ def split_twist(model, hmap, local_q: np.ndarray) -> list[int]:
             chain = ancestors(parent, below)
             if axis is None or t not in chain or top not in chain[chain.index(t):]:
                 continue
-            swing, tw = swing_twist(local_q[:, top], axis)
-            local_q[:, top] = swing
-            if below == hand:
-                tw2, swing2 = twist_swing(local_q[:, below], axis)
-                local_q[:, below] = swing2
-                tw = qmul(tw, tw2)
+            tw, swing = twist_swing(local_q[:, below], axis)  # below = twist · swing, both in t's frame
+            local_q[:, below] = swing
             local_q[:, t] = qmul(local_q[:, t], tw)
             keyed.append(t)
     return keyed
