@@ -22,7 +22,7 @@ import numpy as np
 
 from mmdkit.model import model as M
 from mmdkit.retarget.geometry import ancestors
-from mmdkit.retarget.quat import qmul, qpow, twist_swing
+from mmdkit.retarget.quat import qconj, qmul, qpow, twist_swing
 
 
 def _axis(model, b: int) -> np.ndarray | None:
@@ -53,16 +53,28 @@ def split_twist(model, hmap, local_q: np.ndarray) -> list[int]:
 
 
 def to_append_sources(model, keyed: set, local_q: np.ndarray) -> None:
-    """Rotations of keyed append followers written to their unkeyed sources (see module)."""
+    """Rotations of keyed append followers written to their unkeyed sources; a keyed follower whose
+    source is keyed too (another follower wrote it: both eyes of 両目) keeps only what the append
+    does not give it (see module)."""
     flags = np.asarray(model.bone_flags)
-    for b in sorted(keyed):
+
+    def follows(b: int) -> tuple[int, float]:
         s, r = int(model.bone_append_parent[b]), float(model.bone_append_ratio[b])
-        if s < 0 or s in keyed or not (int(flags[b]) & M.BONE_APPEND_ROTATION) or abs(r) < 1e-6:
+        ok = s >= 0 and (int(flags[b]) & M.BONE_APPEND_ROTATION) and abs(r) >= 1e-6
+        return (s, r) if ok else (-1, 0.0)
+
+    for b in sorted(keyed):
+        s, r = follows(b)
+        if s < 0 or s in keyed:
             continue
         local_q[:, s] = qpow(local_q[:, b], 1.0 / r)
         local_q[:, b] = (0.0, 0.0, 0.0, 1.0)
         keyed.discard(b)
         keyed.add(s)
+    for b in sorted(keyed):  # local = append ⊗ animated (pose.fk): animated = append⁻¹ ⊗ wanted
+        s, r = follows(b)
+        if s >= 0 and s in keyed:
+            local_q[:, b] = qmul(qconj(qpow(local_q[:, s], r)), local_q[:, b])
 
 
 def ik_keys(model, keyed: set, translated: set, local_t: np.ndarray, world_p: np.ndarray) -> tuple[list, list]:
