@@ -277,13 +277,19 @@ def check_fps_range(fps, option: str = "fps") -> float:
     return v
 
 
+_BODY = {f"{side}{part}" for side in ("left", "right")
+         for part in ("Shoulder", "UpperArm", "LowerArm", "Hand", "UpperLeg", "LowerLeg", "Foot")} | \
+    {"hips", "spine", "chest", "upperChest", "neck", "head", "center"}
+"""Humanoid labels of the body's main bones (no fingers, eyes, toes: many MMD models lack those)."""
+
+
 def _mostly_bound(motion, report) -> bool:
-    """True when at least half the motion's bone tracks that name MMD humanoid bones (左腕, センター,
-    ...; all its tracks when none does) bind: an MMD model playing another model's VMD (hair and
-    skirt tracks missing) is not retargeted."""
+    """True when at least half the motion's bone tracks that name the body's main MMD bones (センター,
+    上半身, 左腕, 左足, ...; all its tracks when none does) bind: an MMD model playing another
+    model's VMD (fingers, hair and skirt tracks missing) is not retargeted."""
     unbound = set(report.unbound_bones)
     named = [n for n in motion.bone_track_name if (m := label_name(n)) is not None and m.scheme == "mmd"
-             and m.priority == 2]
+             and m.label in _BODY]
     tracks = named or list(motion.bone_track_name)
     return sum(n not in unbound for n in tracks) >= 0.5 * len(tracks)
 
