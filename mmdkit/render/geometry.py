@@ -233,7 +233,8 @@ class Geometry:
         V = self.num_vertices
         if V and dispatch:
             self.programs.skin.run(-(-V // SKIN_GROUP), self.instances)
-        self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
+            # only after a dispatch: llvmpipe's barrier waits for every draw queued (another view's)
+            self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
 
     def read_skinned(self) -> np.ndarray:
         """(instances, V, 2, 3) float32: this frame's skinned positions and normals (model space,

@@ -43,17 +43,21 @@ puffy sleeve over a shoulder) and the keypoint still count as seen through it.""
 KINDS = ("rgb", "depth", "mask", "parts")
 
 
-def decode(label: np.ndarray):
-    """(H,W,2) float32 label picture → depth (H,W) float32 MMD units, character id (H,W) int32,
-    part id (H,W) int32."""
-    code = label[..., 1].astype(np.int32)
-    return label[..., 0], code >> 8, code & 255
+def decode(label: np.ndarray, crowd: int = 1):
+    """(H,W,2) float32 label picture of ``crowd`` characters → depth (H,W) float32 MMD units,
+    character id (H,W) uint8 (uint16 for crowds of 256 and more), part id (H,W) uint8."""
+    small = crowd < 256
+    code = label[..., 1].astype(np.uint16 if small else np.uint32)
+    return label[..., 0], (code >> 8).astype(np.uint8 if small else np.uint16), (code & 255).astype(np.uint8)
 
 
 def depth_mm(depth: np.ndarray, character: np.ndarray) -> np.ndarray:
     """(H,W) uint16 millimetres along the camera's z (0: no character; at most 65535)."""
-    mm = np.minimum(np.rint(depth * MM_PER_UNIT), 65535.0)
-    return np.where(character > 0, mm, 0).astype(np.uint16)
+    mm = depth * np.float32(MM_PER_UNIT)
+    np.rint(mm, out=mm)
+    np.minimum(mm, 65535.0, out=mm)
+    mm[character == 0] = 0.0
+    return mm.astype(np.uint16)
 
 
 def visibility(uv, z, rig, character, part, depth, ids) -> np.ndarray:
@@ -169,10 +173,8 @@ class DatasetWriter:
         name = f"{i:06d}.png"
         for c in range(len(self.views)):
             folder = os.path.join(self.tmp, f"view_{c:02d}")
-            depth, character, part = decode(labels[c])
-            pictures = {"rgb": rgb[c], "depth": depth_mm(depth, character),
-                        "mask": character.astype(np.uint8 if self.crowd < 256 else np.uint16),
-                        "parts": part.astype(np.uint8)}
+            depth, character, part = decode(labels[c], self.crowd)
+            pictures = {"rgb": rgb[c], "depth": depth_mm(depth, character), "mask": character, "parts": part}
             if normals is not None:
                 pictures["normal"] = normal_rgb(normals[c], character)
             encoded = {k: _png_bytes(a) for k, a in pictures.items()}

@@ -10,9 +10,7 @@ view; neither: the render's automatic camera. ``shards``: also WebDataset tars (
 normals per pixel. Out: the folder ``output`` and a summary (frames,
 views, seconds, fps, output, warnings).
 Threads as ``RenderSink``: the GL thread draws frame n (per view: the picture, then the label pass
-from the same skinned vertices; characters are uploaded and skinned once a frame; each view is read
-back after the next one is drawn, into a second set of pictures, so drawing overlaps llvmpipe's
-rasterizing) while the driver
+from the same skinned vertices; characters are uploaded and skinned once a frame) while the driver
 poses frame n+1, and a writer thread writes frame n−1's files. Each frame's inputs and outputs live
 in one of two sets of buffers made at ``open``.
 """
@@ -139,11 +137,7 @@ class AnnotateSink(Sink):
             ren.set_instance_offsets(offsets)
             lo, hi = box
             ren.place_floor((lo + hi) / 2, 8.0 * float(np.linalg.norm(hi - lo)) + 50.0)
-            labels = LabelPass(ren, vertex_parts(model), self.normals)
-            if len(self.views) > 1:
-                ren.targets(2)
-                labels.targets(2)
-            return ren, labels
+            return ren, LabelPass(ren, vertex_parts(model), self.normals)
         except BaseException:
             ren.release()
             raise
@@ -166,17 +160,12 @@ class AnnotateSink(Sink):
         """On the GL thread: every view of frame i, then its files to the writer thread."""
         skins, voff, uvoff, kp, shown = self._inputs[turn]
         rgb, labels, normals = self._pictures[turn]
-        v, ren = self.views, self.ren
-        for c in range(len(v) + 1):
-            if c < len(v):  # view c into pictures c % 2 while view c − 1 is still being rasterized
-                view, proj = v.view[c, i], v.proj[c, i]
-                ren.render(skins, view, proj, vertex_offset=voff, uv_offset=uvoff, materials=materials,
-                           eye_distance=self.eye_distance[c, i], skinned=c > 0, target=c & 1, read=False)
-                ren.resolve(c & 1)
-                self.labels.draw(view, proj, materials, None, target=c & 1)
-            if c:
-                ren.read((c - 1) & 1, rgb[c - 1])
-                self.labels.read((c - 1) & 1, labels[c - 1], None if normals is None else normals[c - 1])
+        v = self.views
+        for c in range(len(v)):
+            view, proj = v.view[c, i], v.proj[c, i]
+            self.ren.render(skins, view, proj, vertex_offset=voff, uv_offset=uvoff, materials=materials, out=rgb[c],
+                            eye_distance=self.eye_distance[c, i], skinned=c > 0)
+            self.labels.draw(view, proj, materials, labels[c], None if normals is None else normals[c])
         if self._writing is not None:
             self._writing.result()
         self._writing = self._out.submit(self.writer.write, i, rgb, labels, kp.copy(), shown.copy(), normals)
