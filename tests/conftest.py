@@ -99,3 +99,19 @@ def ctx():
     c = create_context()
     yield c
     c.release()
+
+
+@pytest.fixture(scope="module")
+def gene(assets):
+    """Gene.pmx, loaded once per test module (a module's own ``gene`` fixture takes precedence)."""
+    from mmdkit import load
+
+    return load(assets / "gene" / "Gene.pmx")
+
+
+@pytest.fixture(scope="module")
+def dance(assets):
+    """wavefile_v2.vmd, loaded once per test module."""
+    from mmdkit import load
+
+    return load(assets / "wavefile" / "wavefile_v2.vmd")

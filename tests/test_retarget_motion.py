@@ -30,16 +30,6 @@ LEG_MEDIAN_DEG, LEG_P95_DEG = 5.0, 15.0
 CONTACT_HEIGHT, CONTACT_SPEED, BELOW_FLOOR = 0.06, 0.01, 0.01
 
 
-@pytest.fixture(scope="module")
-def gene(assets):
-    return load(assets / "gene" / "Gene.pmx")
-
-
-@pytest.fixture(scope="module")
-def dance(assets):
-    return load(assets / "wavefile" / "wavefile_v2.vmd")
-
-
 def segment_angles(src, src_motion, tgt, tgt_motion, frames, segments):
     """{(a, b): (F,) degrees} between the source's and the target's world direction a → b, each posed
     by mmdkit (IK on), the target's turned to face as the source does."""

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from mmdkit.errors import FormatError
-from mmdkit.formats.io import load
 from mmdkit.retarget.amass import retarget_amass, write_amass
 from mmdkit.retarget.motion import pose_source
 from mmdkit.retarget.smpl import JOINT_NAMES, read_body_model
@@ -113,16 +112,6 @@ def smpl_joints(poses, trans, rest, parents) -> np.ndarray:
         G[:, j] = G[:, a] @ R[:, j]
         p[:, j] = p[:, a] + G[:, a] @ (rest[j] - rest[a])
     return p
-
-
-@pytest.fixture(scope="module")
-def gene(assets):
-    return load(assets / "gene" / "Gene.pmx")
-
-
-@pytest.fixture(scope="module")
-def dance(assets):
-    return load(assets / "wavefile" / "wavefile_v2.vmd")
 
 
 def check_segments(gene, dance, frames, out, body, betas, up, contact):

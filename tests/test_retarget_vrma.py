@@ -48,16 +48,6 @@ ROUND_TRIP_FRAMES = np.r_[0:120, 2120:2240]
 TO_GLTF = Space(1.0 / MMD_UNITS_PER_METRE)
 
 
-@pytest.fixture(scope="module")
-def gene(assets):
-    return load(assets / "gene" / "Gene.pmx")
-
-
-@pytest.fixture(scope="module")
-def dance(assets):
-    return load(assets / "wavefile" / "wavefile_v2.vmd")
-
-
 def angle(a, b):
     """Radians between rotations a and b (…, 4)."""
     d = qmul(qconj(a), b)
