@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -85,3 +86,33 @@ def uv_morph_quad(folder):
     mb.add_uv_morph("blue", np.arange(first, first + 4), [[0.5, 0, 0, 0]] * 4)
     mmdkit.save(mb.build(), Path(folder) / "uv.pmx")
     return mmdkit.load(Path(folder) / "uv.pmx")
+
+
+def process_stat(pid: int):
+    """(state, start time) of process ``pid``, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return fields[0], fields[19]
+
+
+def descendants(pid: int) -> dict:
+    """{pid: start time} of every process below ``pid`` now."""
+    parent = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent[int(entry)] = int(f.read().rpartition(")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    found, todo = {}, [pid]
+    while todo:
+        p = todo.pop()
+        for child, ppid in parent.items():
+            if ppid == p and child not in found and process_stat(child):
+                found[child] = process_stat(child)[1]
+                todo.append(child)
+    return found

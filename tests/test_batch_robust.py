@@ -15,7 +15,7 @@ import pytest
 
 from mmdkit.batch import Store, plan, read_manifest, read_results
 
-from helpers import wait_for, write_jsonl
+from helpers import descendants, process_stat, wait_for, write_jsonl
 
 BATCH = [sys.executable, "-m", "mmdkit", "batch"]
 
@@ -38,39 +38,9 @@ def long_jobs(assets, n, frames="0:1500"):
             for i in range(n)]
 
 
-def _stat(pid: int):
-    """(state, start time) of process ``pid``, or None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rpartition(")")[2].split()
-    except OSError:
-        return None
-    return fields[0], fields[19]
-
-
-def descendants(pid: int) -> dict:
-    """{pid: start time} of every process below ``pid`` now."""
-    parent = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    parent[int(entry)] = int(f.read().rpartition(")")[2].split()[1])
-            except (OSError, ValueError, IndexError):
-                pass
-    found, todo = {}, [pid]
-    while todo:
-        p = todo.pop()
-        for child, ppid in parent.items():
-            if ppid == p and child not in found and _stat(child):
-                found[child] = _stat(child)[1]
-                todo.append(child)
-    return found
-
-
 def running(procs: dict) -> list:
     """Those of ``procs`` (pid → start time) still running (not gone, not a zombie, not a new process)."""
-    return [p for p, start in procs.items() if (s := _stat(p)) and s[1] == start and s[0] not in "ZX"]
+    return [p for p, start in procs.items() if (s := process_stat(p)) and s[1] == start and s[0] not in "ZX"]
 
 
 def test_fifo_and_device_inputs_fail_only_their_job(tmp_path, assets):

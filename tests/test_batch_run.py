@@ -14,6 +14,8 @@ import pytest
 
 from mmdkit.batch import read_results
 
+from helpers import descendants
+
 
 @pytest.fixture(scope="module", autouse=True)
 def kernels_cached(assets, tmp_path_factory):
@@ -49,7 +51,7 @@ class KillOnce:
     def _watch(self) -> None:
         me = os.getpid()
         while not self._done.wait(self.poll):
-            for pid in _descendants(me):
+            for pid in descendants(me):
                 if self._writing(pid):
                     os.kill(pid, signal.SIGKILL)
                     self.killed = pid
@@ -67,25 +69,6 @@ class KillOnce:
             except OSError:
                 pass
         return False
-
-
-def _descendants(pid: int) -> list:
-    """PIDs of every process below ``pid`` now."""
-    parent = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    parent[int(entry)] = int(f.read().rpartition(")")[2].split()[1])
-            except (OSError, ValueError, IndexError):
-                pass
-    found, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        children = [c for c, pp in parent.items() if pp == p]
-        found += children
-        todo += children
-    return found
 
 
 @pytest.fixture
