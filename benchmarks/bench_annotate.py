@@ -42,7 +42,8 @@ class RgbOnly(AnnotateSink):
         super().open(loaded)
         self.writer.abort()
         self.writer = _RgbOnlyWriter(self.output, self.views, loaded.frames, self.rig, len(self.offsets))
-        self.labels.draw = lambda view, proj, values, out, normals_out=None: out
+        self.labels.draw = lambda view, proj, values, out, normals_out=None, target=0: out
+        self.labels.read = lambda target, out, normals_out=None: out
 
 
 def once(loaded, kind, out: str, size, views: int) -> float:

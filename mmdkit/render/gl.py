@@ -87,11 +87,22 @@ class Renderer:
             can = ", ".join(str(k) for k in [0] + [2 ** e for e in range(1, 8) if 2 ** e <= ctx.max_samples])
             raise OptionError("msaa", f"{msaa} samples cannot be done by this OpenGL "
                               f"({ctx.info.get('GL_RENDERER', '?')}); use one of {can}")
-        samples = int(n) if n > 1 else 0
+        self._samples = int(n) if n > 1 else 0
+        self._targets = []
+        self.targets(1)
+        self._fbo_ms, self._fbo = self._targets[0]
+
+    def targets(self, count: int) -> None:
+        """Keep ``count`` pictures to draw into (``render(..., target=k, read=False)``, then ``read(k)``):
+        a caller drawing several views of a frame draws the next while the last is still being
+        rasterized (llvmpipe's threads), and reads each back after."""
+        ctx, size, samples = self.ctx, (self.width, self.height), self._samples
         try:
-            self._fbo_ms = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4, samples=samples)],
-                                           depth_attachment=ctx.depth_renderbuffer(size, samples=samples))
-            self._fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4)])
+            while len(self._targets) < count:
+                self._targets.append((
+                    ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4, samples=samples)],
+                                    depth_attachment=ctx.depth_renderbuffer(size, samples=samples)),
+                    ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4)])))
         except moderngl.Error as e:
             raise RenderError(f"this OpenGL cannot make a {size[0]}x{size[1]} picture with {samples} samples "
                               f"per pixel ({e})") from None
@@ -108,7 +119,8 @@ class Renderer:
     def render(self, bone_skin, view, proj, *, vertex_offset=None, uv_offset=None,
                materials: MaterialValues | None = None, light_dir=DEFAULT_LIGHT_DIR, light_color=None,
                background=(1.0, 1.0, 1.0), eye_distance: float = 40.0, self_shadow: bool | None = None,
-               out: np.ndarray | None = None, skinned: bool = False) -> np.ndarray:
+               out: np.ndarray | None = None, skinned: bool = False, target: int = 0,
+               read: bool = True) -> np.ndarray | None:
         """Draw one frame; returns (H, W, 3) uint8, C order (``out`` when given, else a new array).
 
         bone_skin: (B,4,4) or (instances,B,4,4) float32 skinning matrices (column vectors).
@@ -127,6 +139,8 @@ class Renderer:
         skinned: True when this frame's characters were already uploaded and skinned by a render
         just before (the same frame from another view): they are drawn as they are, the morph
         offsets are not sent again.
+        target: which of the ``targets`` pictures to draw into; read=False: drawn only (returns
+        None: ``resolve(target)``, then ``read(target, out)``).
         """
         ctx, geo, progs = self.ctx, self.geometry, self.programs
         if out is not None and (out.shape != self._readback.shape or out.dtype != np.uint8
@@ -143,7 +157,7 @@ class Renderer:
         L = L / np.linalg.norm(L)
         shadow_on = self._prepare_main(bone_skin, values, L, self_shadow)
         view_gl, proj_gl = passes.gl_matrix(view, self._gl_mats[0]), passes.gl_matrix(proj, self._gl_mats[1])
-        self._fbo_ms.use()
+        self._targets[target][0].use()
         ctx.viewport = (0, 0, self.width, self.height)
         ctx.clear(*background, 1.0, depth=1.0)
         if self.floor is not None:
@@ -159,7 +173,10 @@ class Renderer:
         passes.main_pass(ctx, geo, p, self.materials, values, self.textures, shadow_on)
         if self.edges:
             passes.edge_pass(ctx, geo, progs.flat, self.materials, values, view_gl, proj_gl, L, eye_distance)
-        return self._read(out)
+        if not read:
+            return None
+        self.resolve(target)
+        return self.read(target, out)
 
     def _prepare_main(self, bone_skin, values, light_dir, self_shadow) -> bool:
         """Texture units of the main program; draws the self-shadow map when it is on this frame
@@ -181,10 +198,13 @@ class Renderer:
             self.shadow.use()
         return shadow_on
 
-    def _read(self, out: np.ndarray | None) -> np.ndarray:
-        """The resolved picture, top row first, into ``out`` (or a new array)."""
-        self.ctx.copy_framebuffer(self._fbo, self._fbo_ms)
-        self._fbo.read_into(self._readback, components=3, alignment=1)
+    def resolve(self, target: int = 0) -> None:
+        """Resolve the MSAA picture ``target`` (queued: ``read`` waits for it)."""
+        self.ctx.copy_framebuffer(self._targets[target][1], self._targets[target][0])
+
+    def read(self, target: int = 0, out: np.ndarray | None = None) -> np.ndarray:
+        """The resolved picture ``target``, top row first, into ``out`` (or a new array)."""
+        self._targets[target][1].read_into(self._readback, components=3, alignment=1)
         if out is None:
             out = np.empty_like(self._readback)
         np.copyto(out, self._readback[::-1])

@@ -42,13 +42,9 @@ class LabelPass:
                             ("u_morph_rows", len(geo.morph_rows)), ("u_tex", 1), ("u_alpha_cut", ALPHA_CUT)):
             if name in self.prog:
                 self.prog[name].value = value
-        try:
-            targets = [ctx.renderbuffer(size, 2, dtype="f4")]
-            if normals:
-                targets.append(ctx.renderbuffer(size, 4, dtype="f4"))
-            self.fbo = ctx.framebuffer(color_attachments=targets, depth_attachment=ctx.depth_renderbuffer(size))
-        except moderngl.Error as e:
-            raise RenderError(f"this OpenGL cannot make a {size[0]}x{size[1]} label picture ({e})") from None
+        self.fbos = []
+        self.targets(1)
+        self.fbo = self.fbos[0]
         part = np.zeros(max(geo.num_vertices, 1), np.int32)
         part[:len(vertex_part)] = vertex_part
         self.parts = ctx.buffer(part.tobytes())
@@ -57,17 +53,33 @@ class LabelPass:
         self._readback = np.empty((renderer.height, renderer.width, 2), np.float32)
         self._normal_back = np.empty((renderer.height, renderer.width, 4), np.float32) if normals else None
 
-    def draw(self, view, proj, values, out: np.ndarray, normals_out: np.ndarray | None = None) -> np.ndarray:
-        """Label the frame the renderer just skinned, seen through (view, proj) (4,4) GL matrices;
-        ``out`` (H, W, 2) float32, ``normals_out`` (H, W, 3) float32 when built with normals (the
-        module docstring)."""
+    def targets(self, count: int) -> None:
+        """Keep ``count`` label pictures (as ``Renderer.targets``: draw one view's while the last one's
+        is still being rasterized, read each after)."""
+        ctx, size = self.ren.ctx, (self.ren.width, self.ren.height)
+        try:
+            while len(self.fbos) < count:
+                targets = [ctx.renderbuffer(size, 2, dtype="f4")]
+                if self.normals:
+                    targets.append(ctx.renderbuffer(size, 4, dtype="f4"))
+                self.fbos.append(ctx.framebuffer(color_attachments=targets,
+                                                 depth_attachment=ctx.depth_renderbuffer(size)))
+        except moderngl.Error as e:
+            raise RenderError(f"this OpenGL cannot make a {size[0]}x{size[1]} label picture ({e})") from None
+
+    def draw(self, view, proj, values, out: np.ndarray | None, normals_out: np.ndarray | None = None,
+             target: int = 0) -> np.ndarray | None:
+        """Label the frame the renderer just skinned, seen through (view, proj) (4,4) GL matrices,
+        into label picture ``target``; ``out`` (H, W, 2) float32, ``normals_out`` (H, W, 3) float32
+        when built with normals (the module docstring); ``out`` None: drawn only, ``read`` later."""
         ren, prog = self.ren, self.prog
         ctx, geo, table, textures = ren.ctx, ren.geometry, ren.materials, ren.textures
         prog["u_view"].write(passes.gl_matrix(view, self._gl_mats[0]))
         prog["u_proj"].write(passes.gl_matrix(proj, self._gl_mats[1]))
-        self.fbo.use()
+        fbo = self.fbos[target]
+        fbo.use()
         ctx.viewport = (0, 0, ren.width, ren.height)
-        self.fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
         ctx.enable(moderngl.DEPTH_TEST)
         ctx.disable(moderngl.BLEND)
         ctx.front_face = "cw"
@@ -87,9 +99,14 @@ class LabelPass:
             (t or textures.white).use(1)
             geo.draw_with(self.vao, m)
         ctx.disable(moderngl.CULL_FACE)
-        self.fbo.read_into(self._readback, components=2, dtype="f4", alignment=1)
+        return None if out is None else self.read(target, out, normals_out)
+
+    def read(self, target: int, out: np.ndarray, normals_out: np.ndarray | None = None) -> np.ndarray:
+        """Label picture ``target`` into ``out`` (and ``normals_out``), as ``draw`` fills them."""
+        fbo = self.fbos[target]
+        fbo.read_into(self._readback, components=2, dtype="f4", alignment=1)
         np.copyto(out, self._readback[::-1])
         if normals_out is not None:
-            self.fbo.read_into(self._normal_back, components=4, dtype="f4", alignment=1, attachment=1)
+            fbo.read_into(self._normal_back, components=4, dtype="f4", alignment=1, attachment=1)
             np.copyto(normals_out, self._normal_back[::-1, :, :3])
         return out
