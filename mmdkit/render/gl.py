@@ -75,6 +75,7 @@ class Renderer:
         self.warnings = self.textures.warnings
         self.shadow = ShadowMap(ctx, model, int(shadow_map_size), self.instances) if self_shadow else None
         self.floor = Floor(ctx) if floor else None
+        self._shadow_drawn = False  # the self-shadow map holds the last frame drawn (``render(skinned=True)``)
         # what each frame fills, made once: view, projection and light view-projection as OpenGL
         # reads them, and the picture as read back (bottom row first)
         self._gl_mats = np.empty((3, 4, 4), np.float32)
@@ -155,7 +156,7 @@ class Renderer:
         if not (np.isfinite(L).all() and L.any()):  # a zero or broken light key: MMD's default light
             L = np.asarray(DEFAULT_LIGHT_DIR, np.float64)
         L = L / np.linalg.norm(L)
-        shadow_on = self._prepare_main(bone_skin, values, L, self_shadow)
+        shadow_on = self._prepare_main(bone_skin, values, L, self_shadow, skinned)
         view_gl, proj_gl = passes.gl_matrix(view, self._gl_mats[0]), passes.gl_matrix(proj, self._gl_mats[1])
         self._targets[target][0].use()
         ctx.viewport = (0, 0, self.width, self.height)
@@ -178,9 +179,10 @@ class Renderer:
         self.resolve(target)
         return self.read(target, out)
 
-    def _prepare_main(self, bone_skin, values, light_dir, self_shadow) -> bool:
+    def _prepare_main(self, bone_skin, values, light_dir, self_shadow, skinned: bool = False) -> bool:
         """Texture units of the main program; draws the self-shadow map when it is on this frame
-        (returns whether it is)."""
+        (returns whether it is); ``skinned`` (this frame again, from another view, the same light):
+        the map the first view drew is used again."""
         p = self.programs.main
         p["u_tex"].value = 1
         p["u_sphere"].value = 2
@@ -188,14 +190,18 @@ class Renderer:
         shadow_on = self.shadow is not None and (self_shadow is None or bool(self_shadow))
         if self.shadow is not None:
             p["u_self_shadow"].value = 0.0
-        if shadow_on:
+        if shadow_on and not (skinned and self._shadow_drawn):
             light_vp_gl = passes.gl_matrix(self.shadow.fit(bone_skin, self.geometry.instance_offset, light_dir),
                                            self._gl_mats[2])
             self.shadow.draw(self.geometry, self.programs.depth, self.materials, values, self.textures,
                              light_vp_gl, light_dir)
             p["u_light_vp"].write(light_vp_gl)
             p["u_shadow_map"].value = 4
+        elif shadow_on:  # the state the map's drawing leaves (the floor is drawn next)
+            self.ctx.disable(moderngl.BLEND | moderngl.CULL_FACE)
+        if shadow_on:
             self.shadow.use()
+        self._shadow_drawn = shadow_on
         return shadow_on
 
     def resolve(self, target: int = 0) -> None:
