@@ -4,6 +4,7 @@ model's own clips, VPD poses) with the same message for the same mistake."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -92,10 +93,19 @@ def test_second_batch_on_a_busy_folder_is_refused(tmp_path, assets):
                              stderr=subprocess.PIPE, text=True)
     try:
         assert wait_for(lambda: (out / "j0").is_dir()), "the first batch started no job"
-        second = subprocess.run([*BATCH, jobs, "-o", out, "--workers", "1", "-q"], capture_output=True, text=True,
-                                timeout=240)
-        shard = subprocess.run([*BATCH, jobs, "-o", out, "--shard", "0/2", "-q"], capture_output=True, text=True,
-                               timeout=240)
+        frozen = [first.pid, *descendants(first.pid)]  # held still (its lock kept) however fast its jobs are
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        try:
+            second = subprocess.run([*BATCH, jobs, "-o", out, "--workers", "1", "-q"], capture_output=True,
+                                    text=True, timeout=240)
+            shard = subprocess.run([*BATCH, jobs, "-o", out, "--shard", "0/2", "-q"], capture_output=True,
+                                   text=True, timeout=240)
+        finally:
+            for pid in frozen:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
         _, err = first.communicate(timeout=400)
     finally:
         first.kill()

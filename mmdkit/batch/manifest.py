@@ -26,7 +26,7 @@ from mmdkit.errors import FormatError, OptionError
 from mmdkit.runtime.loading import split_vpd_spec
 from mmdkit.runtime.take import MANIFEST_NAMES, Output, Take
 
-EXPORT_OUTPUTS = ("npz", "glb", "gltf", "bvh", "vmd")
+EXPORT_OUTPUTS = ("npz", "glb", "gltf", "bvh", "vmd", "vrma")
 RENDER_OUTPUTS = ("mp4", "png", "annotate")
 OUTPUTS = EXPORT_OUTPUTS + RENDER_OUTPUTS
 COMMON_OPTIONS = ("frames", "fps", "physics")

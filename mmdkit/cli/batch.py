@@ -23,7 +23,7 @@ from mmdkit.errors import OptionError
               "with --motions instead of a MANIFEST.")
 @click.option("--motions", multiple=True, metavar="GLOB", help="Motion files (glob, repeatable).")
 @click.option("--outputs", default="npz", show_default=True,
-              help="With --models: outputs per job, comma-separated (npz, glb, gltf, bvh, vmd, mp4, png).")
+              help="With --models: outputs per job, comma-separated (npz, glb, gltf, bvh, vmd, vrma, mp4, png, annotate).")
 @click.option("--frames", default=None, help="With --models: A:B[:STEP] (B inclusive), A+N or N, as render/export "
               "take them [default: the whole motion].")
 @click.option("--camera", default=None, type=click.Path(exists=True, dir_okay=False), help="With --models: a camera .vmd.")
