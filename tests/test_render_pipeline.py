@@ -109,3 +109,21 @@ def test_api_arguments_out_of_range_are_option_errors(ctx, tmp_path):
     with pytest.raises(OptionError, match="size: 0x10"):
         Renderer(demo_model(), (0, 10), 0, ctx=ctx)
     assert not list(tmp_path.iterdir())
+
+
+def test_a_render_that_fails_while_opening_leaves_no_file(tmp_path, monkeypatch):
+    """The video file is begun before the renderer is built: a failure after it (here: framing the
+    motion) aborts the sink that was opening too — nothing half written stays."""
+    import pytest
+
+    import mmdkit.render.pipeline as pipeline
+    from mmdkit.demo import demo_model, demo_motion
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no framing")
+
+    monkeypatch.setattr(pipeline, "_Shots", broken)
+    with pytest.raises(RuntimeError, match="no framing"):
+        pipeline.render_motion(demo_model(), demo_motion(), str(tmp_path / "a.mp4"), frames=[0.0, 1.0],
+                               size=(64, 48), progress=False)
+    assert list(tmp_path.iterdir()) == []

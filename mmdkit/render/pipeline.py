@@ -15,21 +15,19 @@ first character (the renderer takes one set of material values per frame).
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from mmdkit.animation.camera import sample_camera, sample_light, sample_shadow
 from mmdkit.animation.frames import check_frames, output_frames
-from mmdkit.runtime.driver import Sink, run
+from mmdkit.runtime.driver import run
 from mmdkit.runtime.playback import seconds_at
 from mmdkit.runtime.take import LoadedTake
 from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET, crowd_offsets, crowd_spacing, rest_box
 from mmdkit.render.camera import auto_view, fit_view, mmd_view, perspective
 from mmdkit.render.framing import facing_yaw, motion_box
-from mmdkit.render.geometry import morph_rows
 from mmdkit.render.gl import Renderer
-from mmdkit.render.materials import MaterialValues
+from mmdkit.render.glsink import GLSink
 from mmdkit.render.video import open_writer
 
 
@@ -65,16 +63,10 @@ class _Shots:
         return kw
 
 
-class RenderSink(Sink):
-    """A video, a picture or a folder of PNG frames of the take's characters (see ``video``).
-
-    The drawing runs on a thread of its own (it owns the GL context) while the driver poses the next
-    frame, and encoding on another while the next frame is drawn. Each frame's renderer inputs are
-    copied into one of two sets of buffers allocated at ``open``: bone_skin (N,B,4,4), the vertex
-    offsets (N,M,3) and UV offsets (N,U,4) float32 of the vertices morphs reach (``morph_rows``),
-    and the first character's material values; a set is reused once its frame is drawn."""
-
-    geometry = True
+class RenderSink(GLSink):
+    """A video, a picture or a folder of PNG frames of the take's characters (see ``video``): drawn
+    on the GL thread while the driver poses the next frame, encoded on the writer thread while the
+    next is drawn (``glsink.GLSink``); two pictures filled in turn."""
 
     def __init__(self, output: str, *, size=(1280, 720), msaa: int = 4, palette_size: int | None = None,
                  ground_shadow: bool = True, self_shadow: bool = False, floor: bool = False,
@@ -82,8 +74,6 @@ class RenderSink(Sink):
         self.output, self.size, self.msaa, self.audio, self.warn = output, tuple(size), msaa, audio, warn
         self.options = dict(palette_size=palette_size, ground_shadow=ground_shadow, self_shadow=self_shadow,
                             floor=floor)
-        self.writer = self.ren = None
-        self._gl = self._enc = None
         self.seconds = 0.0
 
     def open(self, loaded) -> None:
@@ -91,21 +81,13 @@ class RenderSink(Sink):
         self.num_frames = len(frames)
         self.writer = open_writer(self.output, self.size, loaded.fps, self.audio, frames=frames,
                                   audio_start=seconds_at(frames[0]))
-        self._gl = ThreadPoolExecutor(1, thread_name_prefix="mmdkit-gl")
-        self._enc = ThreadPoolExecutor(1, thread_name_prefix="mmdkit-encode")
+        self.start(model, crowd, "mmdkit-encode")
         offsets = crowd_offsets(crowd, crowd_spacing(*rest_box(model)))
         self.shots = _Shots(model, loaded.motion, loaded.camera, frames, self.size[0] / self.size[1], offsets)
         self.ren = self._gl.submit(self._build, model, crowd, offsets).result()
         for w in self.ren.warnings:
             self.warn(w)
-        self.rows = morph_rows(model)
-        self._buffers = [(np.empty((crowd, model.num_bones, 4, 4), np.float32),
-                          np.empty((crowd, len(self.rows[0]), 3), np.float32),
-                          np.empty((crowd, len(self.rows[1]), 4), np.float32)) for _ in range(2)]
         self._images = [np.empty((self.size[1], self.size[0], 3), np.uint8) for _ in range(2)]
-        self._materials = [None, None]
-        self._drawing = [None, None]  # the draw of the frame each set of buffers holds
-        self._encoding = None
         self._t0 = time.perf_counter()
 
     def _build(self, model, crowd: int, offsets) -> Renderer:
@@ -121,65 +103,26 @@ class RenderSink(Sink):
         return ren
 
     def frame(self, i: int, characters) -> None:
-        turn = i & 1
-        if self._drawing[turn] is not None:
-            self._drawing[turn].result()  # its frame is drawn: the buffers are free
-        skins, voff, uvoff = self._buffers[turn]
-        for k, ch in enumerate(characters):
-            skins[k] = ch.bone_skin if ch.visible else 0.0  # hidden by a property key: collapsed, draws nothing
-            np.take(ch.vertex_offset, self.rows[0], axis=0, out=voff[k])
-            np.take(ch.uv_offset, self.rows[1], axis=0, out=uvoff[k])
-        materials = self._materials[turn] = MaterialValues.of_character(characters[0], out=self._materials[turn])
-        self._drawing[turn] = self._gl.submit(self._draw, i, skins, voff, uvoff, materials)
+        self.submit_draw(i, self._draw, i, *self.fill(i, characters))
 
     def _draw(self, i: int, skins, voff, uvoff, materials) -> None:
         """On the GL thread: draw frame i, then hand the picture to the encoder once it is free."""
         kw = self.shots(i)
         img = self.ren.render(skins, kw.pop("view"), kw.pop("proj"), vertex_offset=voff, uv_offset=uvoff,
                               materials=materials, out=self._images[i & 1], **kw)  # frame i-2's is encoded
-        if self._encoding is not None:
-            self._encoding.result()
-        self._encoding = self._enc.submit(self.writer.write, img)
-
-    def _drain(self) -> None:
-        for d in self._drawing:
-            if d is not None:
-                d.result()
-        if self._encoding is not None:
-            self._encoding.result()
+        self.hand_over(self.writer.write, img)
 
     def close(self) -> dict:
         try:
-            self._drain()
+            self.drain()
             self.writer.close()
             self.seconds = time.perf_counter() - self._t0
             warnings = list(self.ren.warnings)
         finally:
-            self._release()
+            self.release()
         n = self.num_frames
         return {"frames": n, "seconds": self.seconds, "fps": n / self.seconds if self.seconds else 0.0,
                 "warnings": warnings, "output": self.output}
-
-    def abort(self) -> None:
-        try:
-            if self._gl is not None:
-                try:
-                    self._drain()
-                except BaseException:
-                    pass
-            if self.writer is not None:
-                self.writer.abort()
-        finally:
-            self._release()
-
-    def _release(self) -> None:
-        if self._gl is not None:
-            if self.ren is not None:
-                self._gl.submit(self.ren.release).result()
-                self.ren = None
-            self._gl.shutdown(wait=True)
-            self._enc.shutdown(wait=True)
-            self._gl = self._enc = None
 
 
 def render_motion(model, motion, output: str, *, frames=None, camera=None, size=(1280, 720),

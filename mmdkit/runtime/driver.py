@@ -19,7 +19,8 @@ A sink is any object with these attributes (``Sink`` gives the defaults):
                           (F,B,4,4) float32 model space, (F,N) float32, and where a sink asked
                           (``world_pq``) (F,B,3) / (F,B,4) float64 (x,y,z,w) model space, else None
   close() -> dict         after the last frame: finish writing; a summary (path, frames, ...)
-  abort()                 the run failed or was interrupted: remove what was half written
+  abort()                 the run failed or was interrupted (its own open included): remove what
+                          was half written
 The policy lives here only: when nothing simulates, the take has one character and every sink takes
 batches and none needs geometry, frames are posed in parallel chunks (``pose.batch.pose_batch``);
 otherwise Characters are updated frame by frame (``playback.play``), all sharing the take's Rig,
@@ -94,8 +95,8 @@ def run(loaded, sinks: Sequence, *, progress: bool = False, desc: str = "posing"
     opened = []
     try:
         for s in sinks:
+            opened.append(s)  # a sink whose open fails is aborted too (it may have begun a file)
             s.open(loaded)
-            opened.append(s)
         frames = loaded.frames
         if (not simulates(loaded) and loaded.crowd == 1 and not timed and all(s.batch for s in sinks)
                 and not any(s.geometry for s in sinks)):

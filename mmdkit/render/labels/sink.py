@@ -20,23 +20,20 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from mmdkit.errors import OptionError
 from mmdkit.render.framing import motion_box
-from mmdkit.render.geometry import morph_rows
 from mmdkit.render.gl import Renderer
+from mmdkit.render.glsink import GLSink
 from mmdkit.render.labels import cameras as cams
 from mmdkit.render.labels.dataset import DatasetWriter, labels_json
 from mmdkit.render.labels.gpass import ALPHA_CUT, LabelPass
 from mmdkit.render.labels.keypoints import KEYPOINT_NAMES, keypoint_rig
 from mmdkit.render.labels.parts import vertex_parts
 from mmdkit.render.labels.shards import MAX_SHARDS
-from mmdkit.render.materials import MaterialValues
 from mmdkit.runtime.crowd import crowd_offsets, crowd_spacing, rest_box
-from mmdkit.runtime.driver import Sink
 
 ANNOTATE_OPTIONS = ("annotate", "views", "view_height", "view_radius", "view_fov", "shards", "preview", "normals")
 """Options of an annotated render (besides the picture options size, msaa, shadows, floor)."""
@@ -77,7 +74,7 @@ TARGET_PIXELS = 4 * 1920 * 1080
 """At most this many pixels in those pictures together (fewer pictures for large sizes)."""
 
 
-class AnnotateSink(Sink):
+class AnnotateSink(GLSink):
     """See the module docstring."""
 
     geometry = True
@@ -93,7 +90,6 @@ class AnnotateSink(Sink):
                               fov=cams.DEFAULT_FOV if view_fov is None else float(view_fov))
         self.options = dict(ground_shadow=ground_shadow, self_shadow=self_shadow, floor=floor)
         self.views_option = (names or {}).get("views", "views")
-        self.writer = self.ren = self._gl = self._out = None
 
     def _views(self, loaded, box) -> cams.Views:
         spec, F = self.view_spec, len(loaded.frames)
@@ -121,22 +117,14 @@ class AnnotateSink(Sink):
         self.targets = max(1, min(len(self.views), TARGETS, TARGET_PIXELS // (self.size[0] * self.size[1])))
         self.writer = DatasetWriter(self.output, self.views, loaded.frames, self.rig, crowd, self.shards, self.preview,
                                     self.normals)
-        self._gl = ThreadPoolExecutor(1, thread_name_prefix="mmdkit-gl")
-        self._out = ThreadPoolExecutor(1, thread_name_prefix="mmdkit-annotate")
+        self.start(model, crowd, "mmdkit-annotate")
         self.ren, self.labels = self._gl.submit(self._build, model, crowd, offsets, box).result()
         for w in self.ren.warnings:
             self.warn(w)
         C, (W, H), J = len(self.views), self.size, len(KEYPOINT_NAMES)
-        self.rows = morph_rows(model)
-        self._inputs = [(np.empty((crowd, model.num_bones, 4, 4), np.float32),
-                         np.empty((crowd, len(self.rows[0]), 3), np.float32),
-                         np.empty((crowd, len(self.rows[1]), 4), np.float32),
-                         np.empty((crowd, J, 3)), np.empty(crowd, bool)) for _ in range(2)]
+        self._keypoints = [(np.empty((crowd, J, 3)), np.empty(crowd, bool)) for _ in range(2)]
         self._pictures = [(np.empty((C, H, W, 3), np.uint8), np.empty((C, H, W, 2), np.float32),
                            np.empty((C, H, W, 3), np.float32) if self.normals else None) for _ in range(2)]
-        self._materials = [None, None]
-        self._drawing = [None, None]
-        self._writing = None
         self.num_frames = len(loaded.frames)
         self._t0 = time.perf_counter()
 
@@ -156,22 +144,16 @@ class AnnotateSink(Sink):
             raise
 
     def frame(self, i: int, characters) -> None:
-        turn = i & 1
-        if self._drawing[turn] is not None:
-            self._drawing[turn].result()
-        skins, voff, uvoff, kp, shown = self._inputs[turn]
+        inputs = self.fill(i, characters)  # waits for frame i-2's draw: its keypoint buffers are free too
+        kp, shown = self._keypoints[i & 1]
         for k, ch in enumerate(characters):
             shown[k] = ch.visible
-            skins[k] = ch.bone_skin if ch.visible else 0.0
-            np.take(ch.vertex_offset, self.rows[0], axis=0, out=voff[k])
-            np.take(ch.uv_offset, self.rows[1], axis=0, out=uvoff[k])
             self.rig.positions(ch.bone_skin, self.offsets[k], kp[k])
-        materials = self._materials[turn] = MaterialValues.of_character(characters[0], out=self._materials[turn])
-        self._drawing[turn] = self._gl.submit(self._draw, i, turn, materials)
+        self.submit_draw(i, self._draw, i, i & 1, *inputs)
 
-    def _draw(self, i: int, turn: int, materials) -> None:
+    def _draw(self, i: int, turn: int, skins, voff, uvoff, materials) -> None:
         """On the GL thread: every view of frame i, then its files to the writer thread."""
-        skins, voff, uvoff, kp, shown = self._inputs[turn]
+        kp, shown = self._keypoints[turn]
         rgb, labels, normals = self._pictures[turn]
         v, ren, T = self.views, self.ren, self.targets
         read_lag = T - 1  # view c is read back once views c+1 .. c+T−1 are drawn, resolved one view earlier
@@ -188,49 +170,19 @@ class AnnotateSink(Sink):
             if 0 <= r < len(v):
                 ren.read(r % T, rgb[r])
                 self.labels.read(r % T, labels[r], None if normals is None else normals[r])
-        if self._writing is not None:
-            self._writing.result()
-        self._writing = self._out.submit(self.writer.write, i, rgb, labels, kp.copy(), shown.copy(), normals)
-
-    def _drain(self) -> None:
-        for d in self._drawing:
-            if d is not None:
-                d.result()
-        if self._writing is not None:
-            self._writing.result()
+        self.hand_over(self.writer.write, i, rgb, labels, kp.copy(), shown.copy(), normals)
 
     def close(self) -> dict:
         try:
-            self._drain()
+            self.drain()
             self.writer.close(labels_json(self.views, len(self.offsets), self.rig, ALPHA_CUT))
             seconds = time.perf_counter() - self._t0
             warnings = list(self.ren.warnings)
         finally:
-            self._release()
+            self.release()
         n = self.num_frames
         return {"frames": n, "views": len(self.views), "seconds": seconds, "fps": n / seconds if seconds else 0.0,
                 "warnings": warnings, "output": self.output}
-
-    def abort(self) -> None:
-        try:
-            if self._gl is not None:
-                try:
-                    self._drain()
-                except BaseException:
-                    pass
-            if self.writer is not None:
-                self.writer.abort()
-        finally:
-            self._release()
-
-    def _release(self) -> None:
-        if self._gl is not None:
-            if self.ren is not None:
-                self._gl.submit(self.ren.release).result()
-                self.ren = None
-            self._gl.shutdown(wait=True)
-            self._out.shutdown(wait=True)
-            self._gl = self._out = None
 
 
 def _eye_distances(view, centre) -> np.ndarray:
