@@ -82,7 +82,7 @@ class Renderer:
         self._readback = np.empty((self.height, self.width, 3), np.uint8)
 
     def _make_framebuffers(self, msaa) -> None:
-        ctx, size = self.ctx, (self.width, self.height)
+        ctx = self.ctx
         n = msaa or 0
         if n != int(n) or n < 0 or (n > 1 and (int(n) & (int(n) - 1) or n > ctx.max_samples)):
             can = ", ".join(str(k) for k in [0] + [2 ** e for e in range(1, 8) if 2 ** e <= ctx.max_samples])

@@ -67,6 +67,16 @@ def _material_uniforms(prog, m: int, values, has_tex: bool, sphere_mode: int) ->
     prog["u_sphere_mode"].value = sphere_mode
 
 
+def cull_material(ctx, table, m: int, alpha: float) -> None:
+    """Back faces culled for material m where MMD culls them (``MaterialTable.culls``: not
+    double-sided, and PMD's rule for translucent materials), else none."""
+    if table.culls(m, alpha):
+        ctx.enable(moderngl.CULL_FACE)
+        ctx.cull_face = "back"
+    else:
+        ctx.disable(moderngl.CULL_FACE)
+
+
 def main_pass(ctx, geo, prog, table, values, textures, shadow_on: bool) -> None:
     """Every visible material with MMD's shading, in material order (blending as MMD does).
     ``textures.of(m)`` gives (texture | None, sphere | None, toon) GL textures."""
@@ -74,11 +84,7 @@ def main_pass(ctx, geo, prog, table, values, textures, shadow_on: bool) -> None:
         alpha = values.diffuse[m, 3]
         if not geo.has_faces(m) or alpha <= 0.0:
             continue
-        if table.culls(m, alpha):
-            ctx.enable(moderngl.CULL_FACE)
-            ctx.cull_face = "back"
-        else:
-            ctx.disable(moderngl.CULL_FACE)
+        cull_material(ctx, table, m, alpha)
         t, s, toon = textures.of(m)
         _material_uniforms(prog, m, values, t is not None, int(table.sphere_mode[m]) if s is not None else 0)
         if shadow_on:

@@ -32,7 +32,6 @@ class LabelPass:
             raise OptionError("palette_size", "annotated renders skin through the bone texture; leave --palette out")
         self.ren = renderer
         ctx, geo = renderer.ctx, renderer.geometry
-        size = (renderer.width, renderer.height)
         defines = "#define NORMALS" if normals else ""
         self.prog = compile_program(ctx, "label", vertex_shader=shader_source("buffers.glsl", "labels.vert",
                                                                               defines=defines),
@@ -88,11 +87,7 @@ class LabelPass:
             alpha = float(values.diffuse[m, 3])
             if not geo.has_faces(m) or alpha < ALPHA_CUT:
                 continue
-            if table.culls(m, alpha):
-                ctx.enable(moderngl.CULL_FACE)
-                ctx.cull_face = "back"
-            else:
-                ctx.disable(moderngl.CULL_FACE)
+            passes.cull_material(ctx, table, m, alpha)
             t = textures.of(m)[0]
             prog["u_diffuse"].value = tuple(float(x) for x in values.diffuse[m])
             prog["u_has_tex"].value = t is not None
