@@ -105,7 +105,8 @@ def local_from_world(parent, position, world_p, world_q, local_t_out, local_q_ou
 
 class Bake(Sink):
     """The driver's sink every exporter reads: each output frame's bone worlds (matrices, positions,
-    rotations), morph weights and the bones physics drove, kept in arrays allocated at ``open``;
+    rotations), morph weights and the bones physics drove, kept in arrays allocated at ``open`` (or
+    handed over by the batch poser: ``posed``);
     ``close`` derives the MMD-local transforms and leaves the ``BakedMotion`` in ``baked``.
     ``on_frame(i, character)`` callbacks run after output frame i is posed (e.g. to skin and
     stream its vertices: those need frame by frame posing with geometry)."""
@@ -124,10 +125,11 @@ class Bake(Sink):
         model, F = loaded.model, len(loaded.frames)
         B = model.num_bones
         self.model, self.frames, self.fps = model, loaded.frames, loaded.fps
-        self.bone_world = np.empty((F, B, 4, 4), np.float32)
-        self.world_p = np.empty((F, B, 3))
-        self.world_q = np.empty((F, B, 4))
-        self.morph_weight = np.empty((F, model.num_morphs), np.float32)
+        if not self.batched:
+            self.bone_world = np.empty((F, B, 4, 4), np.float32)
+            self.world_p = np.empty((F, B, 3))
+            self.world_q = np.empty((F, B, 4))
+            self.morph_weight = np.empty((F, model.num_morphs), np.float32)
         self.driven = np.zeros(B, bool)
         self.active = False
 

@@ -27,8 +27,10 @@ class PoseArrays(Sink):
 
     def open(self, loaded) -> None:
         model, F = loaded.model, len(loaded.frames)
-        self.result = {"frames": loaded.frames, "bone_world": np.empty((F, model.num_bones, 4, 4), np.float32),
-                       "morph_weight": np.empty((F, model.num_morphs), np.float32)}
+        self.result = {"frames": loaded.frames}
+        if not self.batched:  # else the batch poser's arrays are handed over (``posed``)
+            self.result.update(bone_world=np.empty((F, model.num_bones, 4, 4), np.float32),
+                               morph_weight=np.empty((F, model.num_morphs), np.float32))
         if self.vertices:
             self.result["vertex_position"] = np.empty((F, model.num_vertices, 3), np.float32)
             self._normal = np.empty((model.num_vertices, 3), np.float32)

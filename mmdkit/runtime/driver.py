@@ -12,6 +12,8 @@ A sink is any object with these attributes (``Sink`` gives the defaults):
               more than ``simulation.MAX_STEP_FRAMES`` is a seek (the bodies settle at the new pose)
   batch       True: it can take all frames at once (``posed``) from the parallel kinematic poser
   world_pq    True: ``posed`` also wants each bone's world position and rotation from the pose state
+  batched     set by the driver before ``open``: True when the frames will come at once (``posed``),
+              so ``open`` need not allocate what ``frame`` would fill
   open(loaded)            before the first frame: allocate buffers, open files
   frame(i, characters)    output frame i is posed (character k at frame + k × the crowd offset):
                           read the characters' arrays now, they change on the next frame
@@ -48,6 +50,7 @@ class Sink:
     continuous = False
     batch = False
     world_pq = False
+    batched = False
 
     def open(self, loaded) -> None:
         pass
@@ -92,14 +95,16 @@ def run(loaded, sinks: Sequence, *, progress: bool = False, desc: str = "posing"
     order. ``timed``: per-stage seconds in each ``Character.stage_seconds`` (``mmdkit bench``).
     On any failure (Ctrl-C included) every sink is aborted and the error goes on."""
     sinks = list(sinks)
+    batched = (not simulates(loaded) and loaded.crowd == 1 and not timed and all(s.batch for s in sinks)
+               and not any(s.geometry for s in sinks))
     opened = []
     try:
         for s in sinks:
+            s.batched = batched  # known before open: a sink allocates per-frame buffers only if it needs them
             opened.append(s)  # a sink whose open fails is aborted too (it may have begun a file)
             s.open(loaded)
         frames = loaded.frames
-        if (not simulates(loaded) and loaded.crowd == 1 and not timed and all(s.batch for s in sinks)
-                and not any(s.geometry for s in sinks)):
+        if batched:
             F, B = len(frames), loaded.model.num_bones
             pq = any(s.world_pq for s in sinks)
             world_p, world_q = (np.empty((F, B, 3)), np.empty((F, B, 4))) if pq else (None, None)
