@@ -68,16 +68,6 @@ def qyaw(angle: float) -> np.ndarray:
     return np.array([0.0, np.sin(angle / 2), 0.0, np.cos(angle / 2)])
 
 
-def swing_twist(q: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(swing, twist) with q = swing·twist, twist about ``axis`` (…, 3 unit, in q's own frame: applied
-    first). Both (…, 4)."""
-    q = np.asarray(q, np.float64)
-    axis = np.asarray(axis, np.float64)
-    p = np.sum(q[..., :3] * axis, -1, keepdims=True) * axis
-    twist = qnormalize(np.concatenate([p, q[..., 3:]], -1))
-    return qmul(q, qconj(twist)), twist
-
-
 def twist_swing(q: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(twist, swing) with q = twist·swing, twist about ``axis`` (…, 3 unit, applied last)."""
     q = np.asarray(q, np.float64)

@@ -1,5 +1,6 @@
-"""Loading what a command or a batch job animates: a model, its motion (a file, or a clip the model
-carries), VPD poses applied at frames — one piece of code for ``mmdkit pose``/``render`` and batch.
+"""Loading what a Take animates (``runtime.take.Take.load``, the one loader of the CLI, batch and
+Python): a file as the kind asked for, a model's motion (a file, or a clip the model carries), VPD
+poses applied at frames.
 
 In: paths and values as typed, ``names`` (how the caller shows each input: the CLI's ``MODEL``,
 ``--clip``, ... or a manifest's keys ``model``, ``clip``, ...), a ``warn`` callback for the files'
@@ -19,7 +20,6 @@ from mmdkit.animation.vpd import apply_pose, motion_from_pose
 from mmdkit.errors import OptionError
 from mmdkit.formats import io
 from mmdkit.importers import clips_of
-from mmdkit.model.model import Model
 
 CLI_NAMES = {"model": "MODEL", "motion": "MOTION", "clip": "--clip", "vpd": "--vpd", "camera": "--camera"}
 """How the command line names each input."""
@@ -71,15 +71,6 @@ def load_motion_for(model, model_path: str, motion_path: str | None, clip, *, na
     name, motion = clips.get_clip(name, names["clip"], frames=wanted)
     report_warnings(model_path, motion.warnings, warn, shown)
     return motion, f"{model_path} clip {name!r}"
-
-
-def load_model_motion(model_path: str, motion_path: str | None, clip, *, names: dict = CLI_NAMES, warn=ignore,
-                      shown: int = 10, rest_pose: bool = False, frames: str | None = None):
-    """(model, motion or pose or None, label): the model at ``model_path`` and ``load_motion_for`` it."""
-    model = load_as(model_path, Model, MODEL_KINDS, names["model"], warn=warn, shown=shown)
-    motion, label = load_motion_for(model, model_path, motion_path, clip, names=names, warn=warn, shown=shown,
-                                    rest_pose=rest_pose, frames=frames)
-    return model, motion, label
 
 
 def split_vpd_spec(spec: str, option: str = "--vpd") -> tuple[str, int, float]:
