@@ -363,6 +363,32 @@ def test_software_gl_draws_half_size_upscaled(page):
     assert css_w > 100 and abs(buf_w - css_w / 2) <= 1 and abs(buf_h - css_h / 2) <= 1
 
 
+def test_software_gl_draws_a_lighter_character_that_looks_the_same(page, server):
+    # the page reports how it draws; in software GL, once the first frame is drawn, the character
+    # is simplified (meshoptimizer) to under half its triangles and skinned from uniforms ...
+    quality = _wait(page, "__mmdkit.quality.lodDone && __mmdkit.quality", what="the simplified character")
+    assert quality["software"] and not quality["antialias"] and quality["skinning"] == "uniform"
+    assert quality["triangles"] < 0.5 * quality["trianglesBefore"]
+    assert "of the model's" in page.find_element(By.ID, "timings").text
+    _seek(page, SCRUB, True)
+    light = np.abs(_canvas(page).astype(int) - BACKGROUND).sum(axis=2) > 30
+    first = page.current_window_handle
+    page.switch_to.new_window("tab")  # ... and looks as the whole model does (?lod=1, another tab)
+    try:
+        page.get(server + "?lod=1")
+        _wait(page, "window.__mmdkit && window.__mmdkit.ready()", what="the whole model's first frame")
+        assert page.execute_script("return __mmdkit.quality.triangles") == quality["trianglesBefore"]
+        page.find_element(By.ID, "floor").click()
+        page.find_element(By.ID, "follow").click()
+        _seek(page, SCRUB, True)
+        whole = np.abs(_canvas(page).astype(int) - BACKGROUND).sum(axis=2) > 30
+    finally:
+        page.close()
+        page.switch_to.window(first)
+    assert whole.mean() > 0.01
+    assert (light & whole).sum() / (light | whole).sum() > 0.9  # the same outline (measured 0.96)
+
+
 def test_the_page_is_served_before_numba_and_the_glb_before_the_model():
     # start() serves at once (nothing of numba loaded yet); show_glb hands out the GLB alone
     code = ("import sys, urllib.request; from mmdkit.viewer import start; v = start(); "

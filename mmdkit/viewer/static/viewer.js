@@ -6,6 +6,7 @@ import { GLTFLoader } from 'three/addons/loaders/GLTFLoader.js';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import * as SkeletonUtils from 'three/addons/utils/SkeletonUtils.js';
 import { Overlays } from '/static/overlays.js';
+import { compactMesh, applyMorphs, morphData, uniformSkinning } from '/static/mesh.js';
 
 const CHUNK = 60;                     // frames per /frames request (2 s)
 const $ = (id) => document.getElementById(id);
@@ -99,21 +100,59 @@ gltf.scene.traverse((o) => {
 frameCharacter(new THREE.Box3().setFromObject(gltf.scene));
 for (const bone of joints) { bone.matrixAutoUpdate = false; bone.matrixWorldAutoUpdate = false; }
 const targetMorph = info.target_morph;  // the model morph of each GLB morph target (-1: none)
-const morphData = new Map();          // mesh -> { morphs, base positions, weights shown }
-for (const mesh of meshes) compactMesh(mesh);
+// ?order=0: triangles in the model's order (default: vertex-cache order); ?skin=texture: three.js'
+// bone texture (default: a uniform array where the vertex shader has room); ?lod=0.4: the
+// character simplified to at most that share of its triangles once the first frame is drawn
+// (software GL default: LOD_SOFTWARE; ?lod=1: all of them, the GPU default)
+const reorder = params.get('order') !== '0';
+const LOD_SOFTWARE = 0.35;
+const lodRatio = params.has('lod') ? Math.min(Math.max(parseFloat(params.get('lod')) || 1, 0.05), 1) : (software ? LOD_SOFTWARE : 1);
+const sources = meshes.map((m) => m.geometry);  // the GLB's geometries (until the LOD is made)
+const countTriangles = () => meshes.reduce((t, m) => t + m.geometry.index.count / 3, 0);
+meshes.forEach((mesh, i) => compactMesh(mesh, sources[i], targetMorph, { reorder }));
+const skinning = params.get('skin') !== 'texture' && meshes.every((m) => !m.isSkinnedMesh || uniformSkinning(renderer, m)) ? 'uniform' : 'texture';
+// what the page chose to draw with (shown in the timings panel; __mmdkit.quality); lodDone: the
+// character is drawn with ``triangles`` (of ``trianglesBefore``) from now on
+const quality = { renderer: glRenderer, software, antialias, pixelRatio: renderer.getPixelRatio(), skinning,
+                  triangleOrder: reorder ? 'vertex cache' : 'model', material: materialKind, lod: lodRatio,
+                  triangles: countTriangles(), trianglesBefore: countTriangles(), lodDone: lodRatio >= 1 };
 // a crowd (--crowd N): N characters where mmdkit render puts them (info.crowd_offset, glTF
 // space), character k at motion frame f + k * info.crowd_frame_offset; the others are clones
 // sharing the first one's geometry, so face and other vertex morphs follow the first character
 const crowd = (info.crowd_offset || [[0, 0, 0]]).map((o, k) => {
   const root = k === 0 ? gltf.scene : SkeletonUtils.clone(gltf.scene);
   let js = k === 0 ? joints : [];
+  const ms = k === 0 ? meshes : [];  // in the first one's order
   if (k > 0) {
-    root.traverse((o2) => { if (o2.isMesh) o2.frustumCulled = false; if (o2.isSkinnedMesh && !js.length) js = o2.skeleton.bones; });
+    root.traverse((o2) => {
+      if (!o2.isMesh) return;
+      ms.push(o2);
+      o2.frustumCulled = false;
+      if (!o2.isSkinnedMesh) return;
+      if (!js.length) js = o2.skeleton.bones;
+      if (skinning === 'uniform') { o2.material = [].concat(o2.material).map((m) => m.clone()); if (o2.material.length === 1) o2.material = o2.material[0]; uniformSkinning(renderer, o2); }
+    });
     for (const bone of js) { bone.matrixAutoUpdate = false; bone.matrixWorldAutoUpdate = false; }
     scene.add(root);
   }
-  return { root, joints: js, offset: new THREE.Matrix4().makeTranslation(o[0], o[1], o[2]), frames: k * (info.crowd_frame_offset || 0) };
+  return { root, joints: js, meshes: ms, offset: new THREE.Matrix4().makeTranslation(o[0], o[1], o[2]), frames: k * (info.crowd_frame_offset || 0) };
 });
+
+// the lighter character (meshoptimizer's simplifier, see mesh.js), made after the first frame is
+// drawn (the first frame does not wait for it), a primitive at a time between frames
+async function makeLod() {
+  const { MeshoptSimplifier } = await import('/static/meshopt/meshopt_simplifier.js');
+  await MeshoptSimplifier.ready;
+  const t0 = performance.now();
+  for (let i = 0; i < meshes.length; i++) {
+    await new Promise((r) => setTimeout(r, 0));
+    compactMesh(meshes[i], sources[i], targetMorph, { reorder, lod: { simplifier: MeshoptSimplifier, ratio: lodRatio } });
+    for (const c of crowd) c.meshes[i].geometry = meshes[i].geometry;
+  }
+  sources.length = 0;
+  Object.assign(quality, { triangles: countTriangles(), lodDone: true });
+  marks.lod = performance.now(); marks.lodMs = marks.lod - t0;
+}
 if (crowd.length > 1) frameCharacter(crowd.reduce((box, c) => box.union(new THREE.Box3().setFromObject(c.root).applyMatrix4(c.offset)), new THREE.Box3()));
 const marks = Object.assign(early, { glb: glbLoadedMs, prepared: performance.now() });  // ms since the page opened
 
@@ -138,70 +177,6 @@ function toon(m) {
                                          alphaTest: m.alphaTest, side: m.side, name: m.name });
   m.dispose();
   return t;
-}
-
-// Each primitive gets its own compact geometry (its vertices only; the exporter writes one shared
-// vertex array), and its morphs are applied here, sparsely, to its positions (the targets that move
-// one of its vertices, as (vertex, delta) lists): no morph targets in the shaders, so every
-// primitive with the same material settings shares one program, and the vertex shader only skins.
-function compactMesh(mesh) {
-  const geo = mesh.geometry, n = geo.attributes.position.count;
-  const remap = new Int32Array(n).fill(-1), used = [];
-  const index = geo.index ? geo.index.array : Array.from({ length: n }, (_, i) => i);
-  for (const i of index) if (remap[i] < 0) { remap[i] = used.length; used.push(i); }
-  const out = new THREE.BufferGeometry();
-  const newIndex = new (used.length > 65535 ? Uint32Array : Uint16Array)(index.length);
-  for (let k = 0; k < index.length; k++) newIndex[k] = remap[index[k]];
-  out.setIndex(new THREE.BufferAttribute(newIndex, 1));
-  for (const [name, attr] of Object.entries(geo.attributes)) out.setAttribute(name, gather(attr, used));
-  const morphs = [];
-  (geo.morphAttributes.position || []).forEach((attr, t) => {
-    const d = attr.isInterleavedBufferAttribute ? gather(attr, Array.from({ length: n }, (_, i) => i)).array : attr.array;
-    const vertex = [], delta = [];
-    for (let j = 0; j < used.length; j++) {
-      const o = 3 * used[j];
-      if (d[o] !== 0 || d[o + 1] !== 0 || d[o + 2] !== 0) { vertex.push(j); delta.push(d[o], d[o + 1], d[o + 2]); }
-    }
-    if (vertex.length && targetMorph[t] >= 0) morphs.push({ morph: targetMorph[t], vertex: Uint32Array.from(vertex), delta: Float32Array.from(delta) });
-  });
-  out.groups = geo.groups;
-  mesh.geometry = out;
-  mesh.morphTargetInfluences = undefined; mesh.morphTargetDictionary = undefined;
-  morphData.set(mesh, { morphs, base: morphs.length ? out.attributes.position.array.slice() : null,
-                       weights: new Float32Array(morphs.length) });
-}
-// this frame's morph weights (interpolated between rows) onto the positions they change
-function applyMorphs(mesh, ra, rb, w, m0) {
-  const { morphs, base, weights } = morphData.get(mesh);
-  if (!morphs.length) return;
-  let changed = false;
-  for (let k = 0; k < morphs.length; k++) {
-    const t = m0 + morphs[k].morph, x = ra[t] + (rb[t] - ra[t]) * w;
-    if (x !== weights[k]) { weights[k] = x; changed = true; }
-  }
-  if (!changed) return;
-  const attr = mesh.geometry.attributes.position, pos = attr.array;
-  pos.set(base);
-  for (let k = 0; k < morphs.length; k++) {
-    const x = weights[k];
-    if (x === 0) continue;
-    const { vertex, delta } = morphs[k];
-    for (let i = 0; i < vertex.length; i++) {
-      const o = 3 * vertex[i];
-      pos[o] += x * delta[3 * i]; pos[o + 1] += x * delta[3 * i + 1]; pos[o + 2] += x * delta[3 * i + 2];
-    }
-  }
-  attr.needsUpdate = true;
-}
-function gather(attr, used) {  // the rows ``used`` of an attribute, as a new attribute
-  const s = attr.itemSize, a = new attr.array.constructor(used.length * s);
-  if (attr.isInterleavedBufferAttribute) {
-    for (let j = 0; j < used.length; j++) for (let c = 0; c < s; c++) a[j * s + c] = attr.getComponent(used[j], c);
-  } else {
-    const src = attr.array;
-    for (let j = 0; j < used.length; j++) { const o = used[j] * s; for (let c = 0; c < s; c++) a[j * s + c] = src[o + c]; }
-  }
-  return new THREE.BufferAttribute(a, s, attr.normalized);
 }
 
 const jointBone = info.joint_bone;
@@ -350,7 +325,10 @@ function tick(now) {
   renderer.render(scene, camera);
   drawn++;
   if (marks.rendered === undefined) marks.rendered = performance.now();
-  if (firstFrameMs === null && shown >= 0) firstFrameMs = performance.now();  // the character drawn posed
+  if (firstFrameMs === null && shown >= 0) {  // the character drawn posed
+    firstFrameMs = performance.now();
+    if (!quality.lodDone) makeLod().catch((e) => { $('status').textContent = 'lod: ' + e; });
+  }
 }
 // until the first frames come (the bake's first two), the programs compile and the textures upload
 // without a draw: the first draw is posed (one software-GL frame sooner); drawn unposed after
@@ -379,7 +357,11 @@ async function poll() {
     lines.push(`page: GLB loaded ${ms(marks.glb)} ms, first draw ${ms(marks.rendered)} ms, frames ${ms(marks.frames)} ms, first posed frame ${ms(firstFrameMs)} ms`);
     lines.push(`posing per frame (${info.has_physics ? 'with physics' : 'no physics'}):`);
     for (const [k, v] of Object.entries(st.stage_ms)) lines.push(`  ${k}: ${v.toFixed(3)} ms`);
-    if (s) lines.push(`browser frame: mean ${s.mean.toFixed(1)}, p95 ${s.p95.toFixed(1)}, max ${s.max.toFixed(1)} ms`);
+    if (s) lines.push(`browser frame: mean ${s.mean.toFixed(1)}, median ${s.p50.toFixed(1)}, p95 ${s.p95.toFixed(1)}, max ${s.max.toFixed(1)} ms`);
+    lines.push(`drawing: ${quality.software ? 'software GL' : 'GPU'} (${quality.renderer || '?'}), ${quality.antialias ? 'MSAA' : 'no MSAA'}, `
+               + `pixel ratio ${quality.pixelRatio}, bones as ${quality.skinning === 'uniform' ? 'uniforms' : 'a texture'}, ${quality.triangleOrder} triangle order, `
+               + `${quality.triangles} of the model's ${quality.trianglesBefore} triangles`
+               + (marks.lodMs ? ` (simplified in ${marks.lodMs.toFixed(0)} ms after the first frame)` : ''));
     $('timings').textContent = lines.join('\n');
   } catch (e) { $('status').textContent = 'server gone'; }
   setTimeout(poll, 1000);
@@ -411,6 +393,7 @@ window.__mmdkit = {
                   clock: playing && audio && audioPlaying() ? 'audio' : 'page' }),
   antialias,
   glRenderer,
+  quality,
   three: { THREE, renderer, scene, camera, character: gltf.scene, floor },
   // the rendered skeleton's joints: world position and rotation (x y z w), MMD space (units, z flipped back)
   // crowd: [{offset (MMD space), frames ahead}]; bonePositions(k): character k's, less its offset
