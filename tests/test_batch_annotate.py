@@ -13,7 +13,7 @@ from PIL import Image
 
 from mmdkit.batch import read_results
 
-OPTIONS = {"views": 2, "size": "96x72", "view_fov": 40, "normals": True, "preview": True}
+OPTIONS = {"views": 2, "size": "96x72", "view_fov": 40, "normals": True, "preview": True, "correspondence": True}
 
 
 def pixels(path: Path) -> np.ndarray:
@@ -30,14 +30,14 @@ def test_manifest_annotate_equals_cli(tmp_path, assets, mmdkit_cli):
     code, _, err = mmdkit_cli("batch", manifest, "-o", tmp_path / "out", "--workers", "1", "-q")
     assert code == 0, err
     code, _, err = mmdkit_cli("render", model, motion, "--frames", "0:2", "--annotate", "--views", "2",
-                              "--size", "96x72", "--view-fov", "40", "--normals", "--preview",
+                              "--size", "96x72", "--view-fov", "40", "--normals", "--preview", "--correspondence",
                               "-o", str(tmp_path / "cli") + "/")
     assert code == 0, err
     got, want = tmp_path / "out" / "g" / "g.annotate", tmp_path / "cli"
     for name in ("keypoints.json", "cameras.json", "labels.json"):
         assert (got / name).read_bytes() == (want / name).read_bytes(), name
     pictures = sorted(p.relative_to(want) for p in want.glob("view_*/*/*.png"))
-    assert len(pictures) == 2 * 5 * 3  # views × (rgb, depth, mask, parts, normal) × frames
+    assert len(pictures) == 2 * 9 * 3  # views × (rgb, depth, mask, parts, normal, vertex, face, uv_u, uv_v) × frames
     assert sorted(p.relative_to(got) for p in got.glob("view_*/*/*.png")) == pictures
     for rel in pictures:
         assert np.array_equal(pixels(got / rel), pixels(want / rel)), rel
@@ -53,11 +53,13 @@ def test_manifest_annotate_equals_cli(tmp_path, assets, mmdkit_cli):
 
 def test_manifest_annotate_bad_views(tmp_path, assets, mmdkit_cli):
     manifest = tmp_path / "jobs.jsonl"
-    manifest.write_text(json.dumps({"model": str(assets / "low_miku" / "gumi.pmd"), "outputs": ["annotate"],
-                                    "annotate": {"views": 0}}) + "\n")
-    code, _, err = mmdkit_cli("batch", manifest, "-o", tmp_path / "out")
-    assert code == 2 and f"mmdkit: error: {manifest} line 1: views: must be 1 to " in err
-    assert len(err.strip().splitlines()) == 1
+    for bad, words in (({"views": 0}, "views: must be 1 to "),
+                       ({"correspondence": "yes"}, "correspondence: must be true or false, got 'yes'")):
+        manifest.write_text(json.dumps({"model": str(assets / "low_miku" / "gumi.pmd"), "outputs": ["annotate"],
+                                        "annotate": bad}) + "\n")
+        code, _, err = mmdkit_cli("batch", manifest, "-o", tmp_path / "out")
+        assert code == 2 and f"mmdkit: error: {manifest} line 1: {words}" in err
+        assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
 def test_docs_list_annotate_options():

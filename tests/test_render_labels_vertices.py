@@ -12,7 +12,8 @@ vertex lies up to half a pixel from the pixel centres the rasteriser samples, so
 where its surface covers them: the rays through the 4 pixel centres around it first hit (same ray
 cast) its own character within one triangle of it. There the mask holds its id at all four, and the
 depth PNG at the nearest of them equals the vertex's z carried to that pixel along one of its own
-triangles (at most 0.71 pixel: a first-order step, exact on a flat surface).
+triangles (at most 0.71 pixel: a first-order step, exact on a flat surface). ``--correspondence``
+is checked at the same pixels against the same ray cast.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET, crowd_offsets, crowd_spacin
 W, H, CROWD, VIEWS = 480, 360, 3, 3
 FRAMES = (0, 20, 10)  # 0:20:10, three frames
 FLIP = np.array([1.0, 1.0, -1.0])
+CORRESPONDENCE = ("vertex", "face", "uv_u", "uv_v")
+UV_TOLERANCE = 1e-3
+"""UV: the PNG's 1/65535 steps, float32 interpolation and the vertex positions of the CLI's pose."""
 MODELS = {"gene": ("gene/Gene_light.pmx", "gene/motion/01_happy.vmd"),
           "mei": ("mei/Model/mei/mei.pmd", "mei/Motion/mei_bye/mei_bye.vmd")}
 
@@ -49,7 +53,7 @@ def scene(request, assets, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(request.param)
     a, b, step = FRAMES
     _mmdkit("render", model_path, motion_path, "--frames", f"{a}:{b}:{step}", "--crowd", CROWD, "--annotate",
-            "--views", VIEWS, "--size", f"{W}x{H}", "-q", "-o", f"{tmp / 'out'}/")
+            "--views", VIEWS, "--correspondence", "--size", f"{W}x{H}", "-q", "-o", f"{tmp / 'out'}/")
     verts = []
     for k in range(CROWD):
         lag = int(k * CROWD_FRAME_OFFSET)
@@ -65,8 +69,9 @@ def scene(request, assets, tmp_path_factory):
 def first_hits(ends, tri, drawn, skip, K, cell=8.0):
     """Nearest crossing of rays from the camera (origin) towards ``ends`` (R,3) camera space, with
     the triangles tri (T,3,3) camera space that are ``drawn`` (T,) bool, leaving out for ray r the
-    triangle ids skip[r] (R,S) (−1: none): (R,) camera z of the crossing (inf: none) and the id of
-    the triangle crossed (−1). Triangles are binned by their pixel bounding box (``cell`` pixels)."""
+    triangle ids skip[r] (R,S) (−1: none): (R,) camera z of the crossing (inf: none), the id of
+    the triangle crossed (−1) and (R,3) the crossing's barycentric weights of its corners. Triangles
+    are binned by their pixel bounding box (``cell`` pixels)."""
     z = tri[..., 2]
     ids = np.flatnonzero(drawn & (z > 0.01).all(1))
     uvw = tri[ids] @ K.T
@@ -106,7 +111,15 @@ def first_hits(ends, tri, drawn, skip, K, cell=8.0):
     which = np.full(len(ends), -1)
     won = np.isfinite(hit_z) & (hit_z == best[ray])
     which[ray[won]] = t_id[won]
-    return best, which
+    weights = np.zeros((len(ends), 3))
+    weights[ray[won]] = np.stack([1 - u[won] - v[won], u[won], v[won]], 1)
+    return best, which, weights
+
+
+def _ids(picture):
+    """docs/dataset.md's decode rule of the vertex/face pictures: R + 256·G + 65536·B."""
+    p = picture.astype(np.int64)
+    return p[..., 0] + 256 * p[..., 1] + 65536 * p[..., 2]
 
 
 def _mesh_tables(model):
@@ -126,12 +139,17 @@ def _mesh_tables(model):
     return faces, opaque, culls, ring
 
 
-def test_projected_vertices_land_on_depth_and_mask(scene):
+@pytest.fixture(scope="module")
+def counts(scene):
+    """Every view and frame: sampled vertices of each character projected and compared with the
+    label pictures (the module docstring); returns how many passed each check."""
     model, cameras = scene["model"], scene["cameras"]
     faces, opaque, culls, ring = _mesh_tables(model)
     F, V = len(faces), model.num_vertices
+    uv_table = np.asarray(model.vertex_uv, np.float64)
     rng = np.random.default_rng(7)
-    checked = depth_ok = mask_ok = seen = seen_in_mask = 0
+    n = dict.fromkeys(("seen", "seen_in_mask", "checked", "depth", "mask", "face", "vertex", "uv", "names_it",
+                       "names_it_around", "background_not_0", "foreground_0"), 0)
     for c, view in enumerate(cameras["views"]):
         K = np.array(view["K"])
         Kinv = np.linalg.inv(K)
@@ -148,6 +166,10 @@ def test_projected_vertices_land_on_depth_and_mask(scene):
             folder = scene["out"] / f"view_{c:02d}"
             depth = np.array(Image.open(folder / "depth" / f"{i:06d}.png")).astype(np.float64)
             mask = np.array(Image.open(folder / "mask" / f"{i:06d}.png"))
+            corr = {kind: np.array(Image.open(folder / kind / f"{i:06d}.png")) for kind in CORRESPONDENCE}
+            background = mask == 0
+            n["background_not_0"] += sum(int((p[background] != 0).sum()) for p in corr.values())
+            n["foreground_0"] += sum(int((_ids(corr[k])[~background] == 0).sum()) for k in ("vertex", "face"))
             # sampled vertices of every character: character ch, vertex pick, their faces (crowd ids)
             ch = np.repeat(np.arange(CROWD), 1500)
             pick = np.concatenate([rng.choice(V, 1500, replace=False) for _ in range(CROWD)])
@@ -157,7 +179,7 @@ def test_projected_vertices_land_on_depth_and_mask(scene):
             uv = uvw[:, :2] / uvw[:, 2:]
             inside = (P[:, 2] > 0) & (uv >= 0).all(1) & (uv[:, 0] <= W - 1) & (uv[:, 1] <= H - 1)
             on_drawn = ((own >= 0) & drawn[np.maximum(own, 0)]).any(1)
-            front, _ = first_hits(P, tri, drawn, own, K)
+            front, _, _ = first_hits(P, tri, drawn, own, K)
             visible = inside & on_drawn & (front >= P[:, 2] - 0.0005)
             ch, pick, own, P, uv = ch[visible], pick[visible], own[visible], P[visible], uv[visible]
             # the 4 pixel centres around each vertex, and what their rays hit first
@@ -165,31 +187,68 @@ def test_projected_vertices_land_on_depth_and_mask(scene):
             y0 = np.minimum(np.floor(uv[:, 1]).astype(int), H - 2)
             px, py = x0[:, None] + [0, 1, 0, 1], y0[:, None] + [0, 0, 1, 1]
             rays = np.stack([px, py, np.ones_like(px)], -1) @ Kinv.T  # (n,4,3), z = 1
-            _, hit = first_hits(rays.reshape(-1, 3) * 100.0, tri, drawn, np.full((rays.size // 3, 1), -1), K)
-            hit = hit.reshape(-1, 4)
+            _, hit, bary = first_hits(rays.reshape(-1, 3) * 100.0, tri, drawn, np.full((rays.size // 3, 1), -1), K)
+            hit, bary = hit.reshape(-1, 4), bary.reshape(-1, 4, 3)
             near_ids = np.where(np.repeat(own >= 0, 3, 1), faces[np.maximum(own, 0) % F].reshape(len(own), -1), -2)
             hit_v = np.where(hit[..., None] >= 0, faces[np.maximum(hit, 0) % F], -3)
             around = ((hit >= 0) & (hit // F == ch[:, None])
                       & (hit_v[..., None] == near_ids[:, None, None, :]).any((-1, -2))).all(1)
             id_around = mask[py, px] == ch[:, None] + 1
-            seen += len(pick)
-            seen_in_mask += int(id_around.any(1).sum())
+            n["seen"] += len(pick)
+            n["seen_in_mask"] += int(id_around.any(1).sum())
             # the depth along the nearest pixel's ray of the planes of the vertex's own triangles
-            n = np.argmin((px - uv[:, :1]) ** 2 + (py - uv[:, 1:]) ** 2, 1)
-            r = np.arange(len(n))
+            near = np.argmin((px - uv[:, :1]) ** 2 + (py - uv[:, 1:]) ** 2, 1)
+            r = np.arange(len(near))
             T = tri[np.maximum(own, 0)]
             normal = np.cross(T[..., 1, :] - T[..., 0, :], T[..., 2, :] - T[..., 0, :])
             with np.errstate(divide="ignore", invalid="ignore"):
                 plane = np.einsum("nsk,nsk->ns", normal, T[..., 0, :]) / np.einsum("nsk,nk->ns", normal,
-                                                                                 rays[r, n]) * 1000
+                                                                                 rays[r, near]) * 1000
             plane = np.where((own >= 0) & np.isfinite(plane), plane, np.inf)
             z_mm = P[:, 2] * 1000
-            png = depth[py[r, n], px[r, n]]
+            png = depth[py[r, near], px[r, near]]
             good = (np.abs(png[:, None] - plane) <= 1.0 + 0.001 * z_mm[:, None] + 0.5).any(1)
-            checked += int(around.sum())
-            depth_ok += int((around & good).sum())
-            mask_ok += int((around & id_around.all(1)).sum())
-    assert checked >= 1000, checked  # enough front-most vertices with their surface around them
-    assert depth_ok >= 0.995 * checked and mask_ok >= 0.995 * checked, (checked, depth_ok, mask_ok)
+            n["checked"] += int(around.sum())
+            n["depth"] += int((around & good).sum())
+            n["mask"] += int((around & id_around.all(1)).sum())
+            # the correspondence there: the triangle the ray cast crosses at that pixel, its corner
+            # nearest the crossing, the model's UV interpolated at the crossing
+            y, x, f = py[r, near], px[r, near], hit[r, near]
+            vertex, face = (_ids(corr[kind])[y, x] - 1 for kind in ("vertex", "face"))
+            corners = faces[np.maximum(f, 0) % F]  # (n,3) vertex ids
+            w, crossed = bary[r, near], tri[np.maximum(f, 0)]
+            point = np.einsum("nk,nkj->nj", w, crossed)
+            nearest = corners[r, np.argmin(np.linalg.norm(crossed - point[:, None], axis=2), 1)]
+            uv_model = np.clip(np.einsum("nk,nkj->nj", w, uv_table[corners]), 0.0, 1.0)
+            uv_png = np.stack([corr["uv_u"][y, x], corr["uv_v"][y, x]], 1) / 65535.0
+            n["face"] += int((around & (face == f % F)).sum())
+            n["vertex"] += int((around & (vertex == nearest)).sum())
+            n["uv"] += int((around & (np.abs(uv_png - uv_model) <= UV_TOLERANCE).all(1)).sum())
+            # the vertex named, or a triangle containing it: at the nearest pixel, at one of the four
+            v4, f4 = (_ids(corr[kind])[py, px] - 1 for kind in ("vertex", "face"))
+            names = (v4 == pick[:, None]) | (faces[np.maximum(f4, 0)] == pick[:, None, None]).any(-1)
+            n["names_it"] += int((around & names[r, near]).sum())
+            n["names_it_around"] += int((around & names.any(1)).sum())
+    return n
+
+
+def test_projected_vertices_land_on_depth_and_mask(counts):
+    n = counts
+    assert n["checked"] >= 1000, n  # enough front-most vertices with their surface around them
+    assert n["depth"] >= 0.995 * n["checked"] and n["mask"] >= 0.995 * n["checked"], n
     # every front-most vertex (also at silhouettes): its character at one of the 4 pixels around it
-    assert seen_in_mask >= 0.985 * seen, (seen, seen_in_mask)
+    assert n["seen_in_mask"] >= 0.985 * n["seen"], n
+
+
+def test_correspondence_names_the_vertex_its_triangle_and_uv(counts):
+    """--correspondence: 0 on the background, ids on every character pixel; at the pixel nearest a
+    front-most vertex the face picture names the triangle the ray cast crosses there (≥ 99 %: a pixel
+    centre on a shared edge may go to either triangle), the vertex picture that triangle's corner
+    nearest the crossing and the UV pictures the model's UV there within ``UV_TOLERANCE`` (≥ 99.5 %);
+    one of the four pixels around the vertex names it or a triangle containing it (≥ 98 %: the
+    triangles of a vertex can be smaller than a pixel and cover none of their centres)."""
+    n = counts
+    assert n["background_not_0"] == 0 and n["foreground_0"] == 0, n
+    assert n["face"] >= 0.99 * n["checked"], n
+    assert n["vertex"] >= 0.995 * n["checked"] and n["uv"] >= 0.995 * n["checked"], n
+    assert n["names_it_around"] >= 0.98 * n["checked"], n

@@ -83,7 +83,8 @@ def small(assets, tmp_path_factory):
         views = views if views is not None else str(tmp / "run0" / "cameras.json")
         mmdkit.run(Take(model, motion, frames="100:101", physics=True,
                         outputs=(Output(str(out) + "/", {"annotate": True, "views": views, "size": (96, 72),
-                                                         "shards": 3 if k < 2 else None, "preview": k < 2}),)),
+                                                         "shards": 3 if k < 2 else None, "preview": k < 2,
+                                                         "correspondence": k < 2}),)),
                    warn=lambda *a: None)
         outs.append(out)
     return outs
@@ -96,7 +97,7 @@ def _files(folder):
 def test_the_same_command_twice_gives_the_same_bytes(small):
     a, b, _ = small
     names = _files(a)
-    assert len(names) == 2 * 4 * 2 + 5 + 3 and names == _files(b)  # 2 frames × 4 kinds × 2 views, 5 files, 3 shards
+    assert len(names) == 2 * 8 * 2 + 5 + 3 and names == _files(b)  # 2 frames × 8 kinds × 2 views, 5 files, 3 shards
     for n in names:
         assert (a / n).read_bytes() == (b / n).read_bytes(), n
     j = np.load(a / "joints3d.npz")
@@ -132,7 +133,7 @@ def test_webdataset_reads_the_shards(small):
     cameras = json.loads((out / "cameras.json").read_text())
     for s in samples:
         i, c = int(s["__key__"][:6]), int(s["__key__"][-2:])
-        for kind in ("rgb", "depth", "mask", "parts"):
+        for kind in ("rgb", "depth", "mask", "parts", "vertex", "face", "uv_u", "uv_v"):
             assert s[f"{kind}.png"] == (out / f"view_{c:02d}" / kind / f"{i:06d}.png").read_bytes()
         meta = json.loads(s["json"])
         assert meta["image"]["frame_index"] == i and meta["image"]["view_index"] == c
@@ -177,8 +178,11 @@ def test_bad_input_one_line_exit_2_nothing_written(assets, tmp_path):
         assert r.returncode == 2 and len(lines) == 1 and words in lines[0], (extra, r.stderr)
         assert "Traceback" not in r.stderr
         assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "nok.json"]  # nothing half-written
-    r = _cli(model, motion, "--frames", "0:1", "--views", "2", "-o", "out/", cwd=tmp_path)
-    assert r.returncode == 2 and "--views: needs --annotate" in r.stderr
+    for flag in (["--views", "2"], ["--correspondence"]):
+        r = _cli(model, motion, "--frames", "0:1", *flag, "-o", "out/", cwd=tmp_path)
+        assert r.returncode == 2 and f"{flag[0]}: needs --annotate" in r.stderr
+        assert len(r.stderr.splitlines()) == 1
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "nok.json"]
 
 
 def test_parts_from_the_humanoid_map_and_physics(assets):

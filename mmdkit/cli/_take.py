@@ -35,7 +35,8 @@ OPTION_NAMES = {"size": "--size", "msaa": "--msaa", "palette_size": "--palette",
                 "scale": "--scale", "vertices": "--vertices", "reduce": "--reduce",
                 "reduce_physics": "--reduce-physics", "annotate": "--annotate", "views": "--views",
                 "view_height": "--view-height", "view_radius": "--view-radius", "view_fov": "--view-fov",
-                "shards": "--shards", "preview": "--preview", "normals": "--normals"}
+                "shards": "--shards", "preview": "--preview", "normals": "--normals",
+                "correspondence": "--correspondence"}
 """How the command line names each output option."""
 
 
@@ -192,6 +193,9 @@ def output_options(f):
                      help="--annotate: also OUT/preview.png, a contact sheet of the middle frame's views and labels."),
         click.option("--normals", is_flag=True, default=None,
                      help="--annotate: also OUT/view_XX/normal/: the surface normal per pixel, camera space."),
+        click.option("--correspondence", is_flag=True, default=None,
+                     help="--annotate: also OUT/view_XX/{vertex,face,uv_u,uv_v}/: the model's vertex, triangle and UV "
+                          "drawn at each pixel."),
         click.option("-o", "--output", "outputs", required=True, multiple=True,
                      help="Where to write (repeatable: one pass writes them all): a video (.mp4 .mov .mkv .webm "
                           ".avi .gif), one .png, a folder of PNG frames, or .glb/.gltf (mesh + animation), .bvh "

@@ -5,7 +5,8 @@ MMD units, character id × 256 + part id), the keypoints of every character (N,J
 space; the ``Views``, the frames and the ``KeypointRig``. Out (docs/dataset.md):
 OUT/view_XX/{rgb,depth,mask,parts}/NNNNNN.png (NNNNNN: the output frame index), cameras.json,
 labels.json, keypoints.json (COCO; its images and annotations streamed to the folder as lines while
-rendering, so memory stays flat), joints3d.npz, with ``normals`` view_XX/normal/, with ``shards``
+rendering, so memory stays flat), joints3d.npz, with ``normals`` view_XX/normal/, with
+``correspondence`` view_XX/{vertex,face,uv_u,uv_v}/ (``correspondence_pictures``), with ``shards``
 WebDataset tars (``shards``), with ``preview`` preview.png, the middle frame's contact sheet
 (``preview``).
 Visibility of a keypoint in a view: 0 outside the picture (or behind the camera), 2 when a pixel
@@ -41,6 +42,10 @@ PART_DEPTH = 1.5
 """MMD units (12 cm): how far in front of a keypoint the surface of its own body parts may be (a
 puffy sleeve over a shoulder) and the keypoint still count as seen through it."""
 KINDS = ("rgb", "depth", "mask", "parts")
+CORRESPONDENCE_KINDS = ("vertex", "face", "uv_u", "uv_v")
+MAX_CORRESPONDENCE_ID = 1 << 24
+"""Vertex and triangle numbers (+ 1) must stay below this: exact in the label pass's float32 and
+in the id pictures' 24 bits."""
 
 
 def decode(label: np.ndarray, crowd: int = 1):
@@ -89,6 +94,25 @@ def normal_rgb(normal: np.ndarray, character: np.ndarray) -> np.ndarray:
     return rgb
 
 
+def id_rgb(ids: np.ndarray) -> np.ndarray:
+    """(H,W,3) uint8 of non-negative ids (H,W) below 2**24: id = R + 256·G + 65536·B (COCO panoptic's rule)."""
+    out = np.empty(ids.shape + (3,), np.uint8)
+    for k in range(3):
+        out[..., k] = (ids >> (8 * k)) & 255
+    return out
+
+
+def correspondence_pictures(corr: np.ndarray, character: np.ndarray) -> dict:
+    """The label pass's correspondence target (H,W,4) float32 (nearest vertex + 1, triangle + 1, u,
+    v) → {vertex, face: (H,W,3) uint8 ids + 1 as ``id_rgb``; uv_u, uv_v: (H,W) uint16 =
+    round(clip(uv, 0, 1) · 65535)}, all 0 where ``character`` (H,W) is 0."""
+    fg = character > 0
+    ids = np.where(fg[..., None], np.rint(corr[..., :2]), 0).astype(np.uint32)
+    uv = np.rint(np.clip(corr[..., 2:], 0.0, 1.0) * 65535.0).astype(np.uint16)
+    uv[~fg] = 0
+    return {"vertex": id_rgb(ids[..., 0]), "face": id_rgb(ids[..., 1]), "uv_u": uv[..., 0], "uv_v": uv[..., 1]}
+
+
 def runs(mask: np.ndarray) -> list:
     """COCO's uncompressed RLE of a (H,W) bool mask: run lengths down the columns (column-major),
     starting with a run of zeros."""
@@ -135,7 +159,7 @@ class DatasetWriter:
     moved in by ``close`` (an earlier annotated render's files there are replaced)."""
 
     def __init__(self, output: str, views: "cams.Views", frames, rig, crowd: int, shards: int | None = None,
-                 preview: bool = False, normals: bool = False):
+                 preview: bool = False, normals: bool = False, correspondence: bool = False):
         self.output = os.path.abspath(output)
         parent = os.path.dirname(self.output.rstrip(os.sep))
         if os.path.exists(self.output) and not os.path.isdir(self.output):
@@ -148,7 +172,7 @@ class DatasetWriter:
             raise RenderError(f"cannot write '{output}': {e.strerror or e}") from None
         self.views, self.frames, self.rig, self.crowd = views, np.asarray(frames, np.float64), rig, crowd
         C, F, J = len(views), len(self.frames), len(KEYPOINT_NAMES)
-        self.kinds = KINDS + (("normal",) if normals else ())
+        self.kinds = KINDS + (("normal",) if normals else ()) + (CORRESPONDENCE_KINDS if correspondence else ())
         for c in range(C):
             for kind in self.kinds:
                 os.makedirs(os.path.join(self.tmp, f"view_{c:02d}", kind))
@@ -163,10 +187,11 @@ class DatasetWriter:
         self.preview_index = F // 2 if preview else -1
         self._preview = []
 
-    def write(self, i: int, rgb, labels, keypoints, shown, normals=None) -> None:
+    def write(self, i: int, rgb, labels, keypoints, shown, normals=None, corr=None) -> None:
         """Output frame i: rgb (C,H,W,3) uint8, labels (C,H,W,2) float32, keypoints (N,J,3) float64 MMD
         model space, shown (N,) bool (a character a property key hides has no keypoints), normals
-        (C,H,W,3) float32 camera space or None."""
+        (C,H,W,3) float32 camera space or None, corr (C,H,W,4) float32 (``correspondence_pictures``)
+        or None."""
         world = keypoints * (cams.S_AXIS.diagonal() / MMD_UNITS_PER_METRE)  # glTF metres
         world[~shown] = np.nan
         self.world[i] = world
@@ -177,6 +202,8 @@ class DatasetWriter:
             pictures = {"rgb": rgb[c], "depth": depth_mm(depth, character), "mask": character, "parts": part}
             if normals is not None:
                 pictures["normal"] = normal_rgb(normals[c], character)
+            if corr is not None:
+                pictures.update(correspondence_pictures(corr[c], character))
             encoded = {k: _png_bytes(a) for k, a in pictures.items()}
             for kind, data in encoded.items():
                 with open(os.path.join(folder, kind, name), "wb") as f:
@@ -328,11 +355,22 @@ def labels_json(views, crowd: int, rig, alpha_cut: float) -> dict:
             "view_XX/normal/NNNNNN.png": "with normals: RGB = round((n + 1) * 127.5) of the unit surface normal "
                                          "in camera axes (x right, y down, z forward), facing the camera; 0 = "
                                          "no character",
+            "view_XX/vertex/NNNNNN.png": "with correspondence: RGB 8-bit, id = R + 256*G + 65536*B: 0 = no "
+                                         "character, else 1 + the index of the model vertex nearest the surface "
+                                         "point drawn there (a corner of the triangle drawn there)",
+            "view_XX/face/NNNNNN.png": "with correspondence: RGB 8-bit, id = R + 256*G + 65536*B: 0 = no character, "
+                                       "else 1 + the index of the triangle drawn there in the model's face list",
+            "view_XX/uv_u/NNNNNN.png": "with correspondence: uint16, u = value / 65535 of the surface point's "
+                                       "texture coordinate (the model's UV, UV morphs applied, clamped to 0..1); 0 "
+                                       "also where there is no character (see mask)",
+            "view_XX/uv_v/NNNNNN.png": "with correspondence: uint16, v = value / 65535 (as uv_u; v = 0 is the top "
+                                       "row of the texture image, the model's own convention)",
             "preview.png": "with preview: the middle frame's views (columns): picture with COCO-17 keypoints "
                            "(green seen, red hidden), parts, characters, depth (rows)",
             "shards/shard-NNNNNN.tar": "with shards: WebDataset samples KEY = FFFFFF_view_XX (frame index, view) "
-                                       "holding rgb.png, depth.png, mask.png, parts.png and json (COCO image, "
-                                       "annotations, K, R, t)"},
+                                       "holding rgb.png, depth.png, mask.png, parts.png (with normals normal.png, "
+                                       "with correspondence vertex.png, face.png, uv_u.png, uv_v.png) and json "
+                                       "(COCO image, annotations, K, R, t)"},
         "conventions": {"world": "glTF: right-handed, +y up, metres; an MMD point p is 0.08*(p.x, p.y, -p.z)",
                         "camera": "OpenCV: x right, y down, z forward",
                         "visibility_tolerance_m": VISIBILITY_TOLERANCE / MMD_UNITS_PER_METRE,

@@ -6,8 +6,8 @@ the folder given (the annotated render's temporary folder), sample k in shard kÂ
 shards are contiguous runs of frames and hold as many samples as they can evenly; at most one
 shard per sample); tar members ``KEY.NAME`` with fixed metadata (time 0, owner 0, mode 0644), so
 the same samples give the same bytes. A sample's files: rgb.png, depth.png, mask.png, parts.png
-and json (its COCO image, its annotations and its camera: K, R, t). The ``webdataset`` package reads
-them: ``webdataset.WebDataset(urls)``.
+(and the optional outputs' pictures) and json (its COCO image, its annotations and its camera: K,
+R, t). The ``webdataset`` package reads them: ``webdataset.WebDataset(urls)``.
 """
 
 from __future__ import annotations

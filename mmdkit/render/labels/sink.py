@@ -7,7 +7,8 @@ ring around what the motion sweeps: ``cameras.ring_views`` with ``view_height``/
 metres and ``view_fov`` degrees) or a cameras.json path, plus the take's camera motion as one more
 view; neither: the render's automatic camera. ``shards``: also WebDataset tars (``shards``);
 ``preview``: also a contact sheet of the middle frame (``preview``); ``normals``: also camera-space
-normals per pixel. Out: the folder ``output`` and a summary (frames,
+normals per pixel; ``correspondence``: also per pixel the nearest vertex, the triangle and the UV
+of the surface drawn there (another target of the same label pass). Out: the folder ``output`` and a summary (frames,
 views, seconds, fps, output, warnings).
 Threads as ``RenderSink``: the GL thread draws frame n (per view: the picture, then the label pass
 from the same skinned vertices; characters are uploaded and skinned once a frame; views go into
@@ -28,14 +29,15 @@ from mmdkit.render.framing import motion_box
 from mmdkit.render.gl import Renderer
 from mmdkit.render.glsink import GLSink
 from mmdkit.render.labels import cameras as cams
-from mmdkit.render.labels.dataset import DatasetWriter, labels_json
+from mmdkit.render.labels.dataset import MAX_CORRESPONDENCE_ID, DatasetWriter, labels_json
 from mmdkit.render.labels.gpass import ALPHA_CUT, LabelPass
 from mmdkit.render.labels.keypoints import KEYPOINT_NAMES, keypoint_rig
 from mmdkit.render.labels.parts import vertex_parts
 from mmdkit.render.labels.shards import MAX_SHARDS
 from mmdkit.runtime.crowd import crowd_offsets, crowd_spacing, rest_box
 
-ANNOTATE_OPTIONS = ("annotate", "views", "view_height", "view_radius", "view_fov", "shards", "preview", "normals")
+ANNOTATE_OPTIONS = ("annotate", "views", "view_height", "view_radius", "view_fov", "shards", "preview", "normals",
+                     "correspondence")
 """Options of an annotated render (besides the picture options size, msaa, shadows, floor)."""
 
 
@@ -81,15 +83,20 @@ class AnnotateSink(GLSink):
 
     def __init__(self, output: str, *, size=(1280, 720), msaa: int = 4, views=None, view_height=None,
                  view_radius=None, view_fov=None, shards: int | None = None, preview: bool = False,
-                 normals: bool = False,
+                 normals: bool = False, correspondence: bool = False,
                  ground_shadow: bool = True, self_shadow: bool = False, floor: bool = False, warn=print, names=None):
         check_views(views, view_height, view_radius, view_fov, names, shards)
+        for key, value in (("preview", preview), ("normals", normals), ("correspondence", correspondence)):
+            if not isinstance(value, (bool, np.bool_)) and value is not None:
+                raise OptionError((names or {}).get(key, key), f"must be true or false, got {value!r}")
         self.shards, self.preview, self.normals = shards, bool(preview), bool(normals)
+        self.correspondence = bool(correspondence)
         self.output, self.size, self.msaa, self.warn = output, tuple(size), msaa, warn
         self.view_spec = dict(views=views, height=view_height, radius=view_radius,
                               fov=cams.DEFAULT_FOV if view_fov is None else float(view_fov))
         self.options = dict(ground_shadow=ground_shadow, self_shadow=self_shadow, floor=floor)
         self.views_option = (names or {}).get("views", "views")
+        self.names = names
 
     def _views(self, loaded, box) -> cams.Views:
         spec, F = self.view_spec, len(loaded.frames)
@@ -115,8 +122,12 @@ class AnnotateSink(GLSink):
         self.offsets = np.asarray(offsets, np.float64)
         self.eye_distance = _eye_distances(self.views.view, (box[0] + box[1]) / 2)
         self.targets = max(1, min(len(self.views), TARGETS, TARGET_PIXELS // (self.size[0] * self.size[1])))
+        if self.correspondence and max(model.num_vertices, len(model.face_vertex_index)) >= MAX_CORRESPONDENCE_ID:
+            raise OptionError((self.names or {}).get("correspondence", "correspondence"),
+                              f"numbers vertices and triangles below {MAX_CORRESPONDENCE_ID:,}; this model has "
+                              f"{model.num_vertices:,} vertices and {len(model.face_vertex_index):,} triangles")
         self.writer = DatasetWriter(self.output, self.views, loaded.frames, self.rig, crowd, self.shards, self.preview,
-                                    self.normals)
+                                    self.normals, self.correspondence)
         self.start(model, crowd, "mmdkit-annotate")
         self.ren, self.labels = self._gl.submit(self._build, model, crowd, offsets, box).result()
         for w in self.ren.warnings:
@@ -124,7 +135,8 @@ class AnnotateSink(GLSink):
         C, (W, H), J = len(self.views), self.size, len(KEYPOINT_NAMES)
         self._keypoints = [(np.empty((crowd, J, 3)), np.empty(crowd, bool)) for _ in range(2)]
         self._pictures = [(np.empty((C, H, W, 3), np.uint8), np.empty((C, H, W, 2), np.float32),
-                           np.empty((C, H, W, 3), np.float32) if self.normals else None) for _ in range(2)]
+                           np.empty((C, H, W, 3), np.float32) if self.normals else None,
+                           np.empty((C, H, W, 4), np.float32) if self.correspondence else None) for _ in range(2)]
         self.num_frames = len(loaded.frames)
         self._t0 = time.perf_counter()
 
@@ -135,7 +147,7 @@ class AnnotateSink(GLSink):
             ren.set_instance_offsets(offsets)
             lo, hi = box
             ren.place_floor((lo + hi) / 2, 8.0 * float(np.linalg.norm(hi - lo)) + 50.0)
-            labels = LabelPass(ren, vertex_parts(model), self.normals)
+            labels = LabelPass(ren, vertex_parts(model), self.normals, self.correspondence)
             ren.targets(self.targets)
             labels.targets(self.targets)
             return ren, labels
@@ -154,7 +166,7 @@ class AnnotateSink(GLSink):
     def _draw(self, i: int, turn: int, skins, voff, uvoff, materials) -> None:
         """On the GL thread: every view of frame i, then its files to the writer thread."""
         kp, shown = self._keypoints[turn]
-        rgb, labels, normals = self._pictures[turn]
+        rgb, labels, normals, corr = self._pictures[turn]
         v, ren, T = self.views, self.ren, self.targets
         read_lag = T - 1  # view c is read back once views c+1 .. c+T−1 are drawn, resolved one view earlier
         resolve_lag = read_lag - 1 if T > 2 else read_lag
@@ -169,8 +181,9 @@ class AnnotateSink(GLSink):
             r = c - read_lag
             if 0 <= r < len(v):
                 ren.read(r % T, rgb[r])
-                self.labels.read(r % T, labels[r], None if normals is None else normals[r])
-        self.hand_over(self.writer.write, i, rgb, labels, kp.copy(), shown.copy(), normals)
+                self.labels.read(r % T, labels[r], None if normals is None else normals[r],
+                                 None if corr is None else corr[r])
+        self.hand_over(self.writer.write, i, rgb, labels, kp.copy(), shown.copy(), normals, corr)
 
     def close(self) -> dict:
         try:
