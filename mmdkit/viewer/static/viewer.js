@@ -100,21 +100,21 @@ gltf.scene.traverse((o) => {
 frameCharacter(new THREE.Box3().setFromObject(gltf.scene));
 for (const bone of joints) { bone.matrixAutoUpdate = false; bone.matrixWorldAutoUpdate = false; }
 const targetMorph = info.target_morph;  // the model morph of each GLB morph target (-1: none)
-// ?order=0: triangles in the model's order (default: vertex-cache order); ?skin=texture: three.js'
-// bone texture (default: a uniform array where the vertex shader has room); ?lod=0.4: the
-// character simplified to at most that share of its triangles once the first frame is drawn
-// (software GL default: LOD_SOFTWARE; ?lod=1: all of them, the GPU default)
+// ?lod=0.4: the character simplified to at most that share of its triangles, and its triangles
+// put in vertex-cache order (?order=0: not), once the first frame is drawn (software GL default:
+// LOD_SOFTWARE; ?lod=1: all of them as they are, the GPU default); ?skin=texture: three.js' bone
+// texture (default: a uniform array where the vertex shader has room)
 const reorder = params.get('order') !== '0';
 const LOD_SOFTWARE = 0.35;
 const lodRatio = params.has('lod') ? Math.min(Math.max(parseFloat(params.get('lod')) || 1, 0.05), 1) : (software ? LOD_SOFTWARE : 1);
 const sources = meshes.map((m) => m.geometry);  // the GLB's geometries (until the LOD is made)
 const countTriangles = () => meshes.reduce((t, m) => t + m.geometry.index.count / 3, 0);
-meshes.forEach((mesh, i) => compactMesh(mesh, sources[i], targetMorph, { reorder }));
+meshes.forEach((mesh, i) => compactMesh(mesh, sources[i], targetMorph, { reorder: false }));  // soon: first frame
 const skinning = params.get('skin') !== 'texture' && meshes.every((m) => !m.isSkinnedMesh || uniformSkinning(renderer, m)) ? 'uniform' : 'texture';
 // what the page chose to draw with (shown in the timings panel; __mmdkit.quality); lodDone: the
 // character is drawn with ``triangles`` (of ``trianglesBefore``) from now on
 const quality = { renderer: glRenderer, software, antialias, pixelRatio: renderer.getPixelRatio(), skinning,
-                  triangleOrder: reorder ? 'vertex cache' : 'model', material: materialKind, lod: lodRatio,
+                  triangleOrder: reorder && lodRatio < 1 ? 'vertex cache' : 'model', material: materialKind, lod: lodRatio,
                   triangles: countTriangles(), trianglesBefore: countTriangles(), lodDone: lodRatio >= 1 };
 // a crowd (--crowd N): N characters where mmdkit render puts them (info.crowd_offset, glTF
 // space), character k at motion frame f + k * info.crowd_frame_offset; the others are clones
@@ -138,8 +138,8 @@ const crowd = (info.crowd_offset || [[0, 0, 0]]).map((o, k) => {
   return { root, joints: js, meshes: ms, offset: new THREE.Matrix4().makeTranslation(o[0], o[1], o[2]), frames: k * (info.crowd_frame_offset || 0) };
 });
 
-// the lighter character (meshoptimizer's simplifier, see mesh.js), made after the first frame is
-// drawn (the first frame does not wait for it), a primitive at a time between frames
+// the lighter character (meshoptimizer's simplifier, Tipsify: see mesh.js), made after the first
+// frame is drawn (the first frame does not wait for it), a primitive at a time between frames
 async function makeLod() {
   const { MeshoptSimplifier } = await import('/static/meshopt/meshopt_simplifier.js');
   await MeshoptSimplifier.ready;
