@@ -291,3 +291,37 @@ def test_zero_and_unnormalised_key_rotations_never_give_nan():
     assert np.isfinite(world).all()
     doubled = dataclasses.replace(motion, bone_key_rotation=np.tile(np.float32([0, 0, 0, 2]), (len(rot), 1)))
     np.testing.assert_array_equal(Character(model, doubled).update(5).bone_world, Character(model, motion).update(5).bone_world)
+
+
+def test_euler_limits_skip_their_trigonometry_only_inside():
+    """A link rotation whose Euler angles all lie strictly within the link's limits comes back as it
+    is (w made positive), without the decomposition's trigonometry (``Rig.ik_link_inside``): the
+    same rotation as the full path within rounding. Rotations outside the limits, and links whose
+    limits reach past ±90°, take the full path (in each of the three Euler orders)."""
+    from mmdkit.pose.ik import _euler_limited
+    from mmdkit.pose.rig import ik_inside_table
+
+    h = 0.5 * math.pi
+    limits = [((-0.7, -0.3, -0.7), (0.7, 0.3, 0.7)), ((-h, -0.5, -0.6), (h, 0.4, 0.5)),  # Y·X·Z, Z·Y·X
+              ((-h, -h, -0.4), (h, h, 0.3)), ((-2.0, -0.5, -0.5), (0.5, 0.5, 0.5))]  # X·Z·Y; past 90°
+    lower = np.array([lo for lo, _ in limits])
+    upper = np.array([up for _, up in limits])
+    table = ik_inside_table(np.ones(len(limits), np.int32), lower, upper)
+    never = (2.0, -2.0) + (0.0,) * 8
+    rng = np.random.default_rng(3)
+    for j in range(len(limits)):
+        skipped = outside = 0
+        for _ in range(400):
+            v = rng.normal(size=3) * rng.choice((0.1, 0.4, 1.5))
+            a = np.linalg.norm(v)
+            q = (*(np.sin(0.5 * a) * v / a), math.cos(0.5 * a))
+            q = tuple(-x for x in q) if rng.random() < 0.5 else q
+            for reflect in (True, False):
+                fast = _euler_limited(*q, *lower[j], *upper[j], reflect, tuple(table[j]))
+                full = _euler_limited(*q, *lower[j], *upper[j], reflect, never)
+                np.testing.assert_allclose(fast, full, atol=1e-12)
+                assert j < 3 or fast == full  # past 90°: always the full path
+                sign = 1.0 if q[3] > 0 else -1.0
+                skipped += fast == tuple(sign * x for x in q)
+                outside += np.abs(np.asarray(full) - sign * np.asarray(q)).max() > 1e-3
+        assert outside > 50 and (skipped > 50 if j < 3 else tuple(table[j]) == never)

@@ -37,7 +37,7 @@ def update_local(b, flags, append_parent, append_ratio, fixed_axis, anim_t, anim
     b = np.uint64(b)  # unsigned indices: numba then skips the negative-index wraparound
     f = flags[b]
     ap = append_parent[b]
-    s = np.uint64(ap if ap >= 0 else b)
+    s = np.uint64(ap) if ap >= 0 else b  # (np.uint64(ap if ...) would unify int32 and uint64 as float64)
     f_s = flags[s]
     ap_s = append_parent[s]
     ratio = append_ratio[b]
@@ -88,7 +88,7 @@ def local_offset(b, parent, position, local_t):
     """Bone b's offset from its parent (rest position[b] − position[parent] + local_t[b]; a root:
     from the origin), parent-local, as a 3-tuple; b unsigned."""
     p = parent[b]
-    s = np.uint64(p if p >= 0 else b)
+    s = np.uint64(p) if p >= 0 else np.uint64(b)
     rx, ry, rz = position[s, 0], position[s, 1], position[s, 2]
     if p < 0:
         rx, ry, rz = 0.0, 0.0, 0.0
@@ -114,7 +114,7 @@ def update_world(b, parent, position, local_t, local_q, world_p, world_q):
     # straight-line like update_local (a root reads itself, then uses the identity instead)
     b = np.uint64(b)  # unsigned indices: numba then skips the negative-index wraparound
     p = parent[b]
-    s = np.uint64(p if p >= 0 else b)
+    s = np.uint64(p) if p >= 0 else np.uint64(b)
     px, py, pz, pw = world_q[s, 0], world_q[s, 1], world_q[s, 2], world_q[s, 3]
     ox, oy, oz = world_p[s, 0], world_p[s, 1], world_p[s, 2]
     lx, ly, lz, lw = local_q[b, 0], local_q[b, 1], local_q[b, 2], local_q[b, 3]

@@ -59,31 +59,36 @@ def _axis_q(axis, angle):
 
 
 @njit(inline="always", **_NB)
-def _euler_limited(x, y, z, w, lx, ly, lz, ux, uy, uz, reflect):
+def _euler_limited(x, y, z, w, lx, ly, lz, ux, uy, uz, reflect, inside):
     """Unit quaternion → Euler angles → limited → quaternion, in the order chosen by the limits.
 
     Order: Y·X·Z when X stays within ±90°, else Z·Y·X when Y does, else X·Z·Y (the middle angle
-    is the one kept within ±88°). R = Ra(a)·Rb(b)·Rc(c) for order "abc" (column vectors)."""
+    is the one kept within ±88°). R = Ra(a)·Rb(b)·Rc(c) for order "abc" (column vectors).
+    inside: the link's ``Rig.ik_link_inside`` row (10 scalars): where every angle lies strictly
+    within its limits the limits change nothing and the rotation is returned as it is (w made
+    positive, as the decomposition's product of half-angles within ±45° has it) without the
+    trigonometry — the same rotation, within rounding (≤ ~6e-16 per component)."""
     r00, r01, r02, r10, r11, r12, r20, r21, r22 = qto_matrix3_scalar(x, y, z, w)
     half = 0.5 * math.pi
     if -half < lx and ux < half:  # Y·X·Z
         a1, a2, a3 = 1, 0, 2
-        m = math.asin(min(1.0, max(-1.0, -r12)))
-        m = min(_EULER_MAX, max(-_EULER_MAX, m))
-        e1, e3 = math.atan2(r02, r22), math.atan2(r10, r11)
+        s, x1, y1, x3, y3 = -r12, r22, r02, r11, r10
         l1, h1, l2, h2, l3, h3 = ly, uy, lx, ux, lz, uz
     elif -half < ly and uy < half:  # Z·Y·X
         a1, a2, a3 = 2, 1, 0
-        m = math.asin(min(1.0, max(-1.0, -r20)))
-        m = min(_EULER_MAX, max(-_EULER_MAX, m))
-        e1, e3 = math.atan2(r10, r00), math.atan2(r21, r22)
+        s, x1, y1, x3, y3 = -r20, r00, r10, r22, r21
         l1, h1, l2, h2, l3, h3 = lz, uz, ly, uy, lx, ux
     else:  # X·Z·Y
         a1, a2, a3 = 0, 2, 1
-        m = math.asin(min(1.0, max(-1.0, -r01)))
-        m = min(_EULER_MAX, max(-_EULER_MAX, m))
-        e1, e3 = math.atan2(r21, r11), math.atan2(r02, r00)
+        s, x1, y1, x3, y3 = -r01, r11, r21, r00, r02
         l1, h1, l2, h2, l3, h3 = lx, ux, lz, uz, ly, uy
+    sl, sh, c1l, s1l, c1h, s1h, c3l, s3l, c3h, s3h = inside
+    if (sl < s < sh and c1l * y1 - s1l * x1 > 0.0 and x1 * s1h - y1 * c1h > 0.0
+            and c3l * y3 - s3l * x3 > 0.0 and x3 * s3h - y3 * c3h > 0.0 and w != 0.0):
+        return (x, y, z, w) if w > 0.0 else (-x, -y, -z, -w)
+    m = math.asin(min(1.0, max(-1.0, s)))
+    m = min(_EULER_MAX, max(-_EULER_MAX, m))
+    e1, e3 = math.atan2(y1, x1), math.atan2(y3, x3)
     q1 = _axis_q(a1, _limit(e1, l1, h1, reflect))
     q2 = _axis_q(a2, _limit(m, l2, h2, reflect))
     q3 = _axis_q(a3, _limit(e3, l3, h3, reflect))
@@ -117,6 +122,13 @@ def _hinge_limited(a, x, y, z, w, lx, ly, lz, ux, uy, uz, reflect):
         m = math.asin(min(1.0, max(-1.0, -2.0 * (x * y - z * w))))
         return _axis_q(2, _limit(min(_EULER_MAX, max(-_EULER_MAX, m)), lz, uz, reflect))
     return _axis_q(1, _limit(math.atan2(2.0 * (x * z + y * w), 1.0 - 2.0 * (y * y + z * z)), ly, uy, reflect))
+
+
+@njit(inline="always", **_NB)
+def _inside_row(ik_link_inside, j):
+    """Row j of ``Rig.ik_link_inside`` (L, 10) as a tuple."""
+    t = ik_link_inside
+    return (t[j, 0], t[j, 1], t[j, 2], t[j, 3], t[j, 4], t[j, 5], t[j, 6], t[j, 7], t[j, 8], t[j, 9])
 
 
 @njit(inline="always", **_NB)
@@ -244,11 +256,11 @@ def _ccd_free(gx, gy, gz, px, py, pz, pw, lx, ly, lz, tx, ty, tz, rx, ry, rz, rw
 
 @njit(inline="always", **_NB)
 def _ccd_step(use_axis, mode, gx, gy, gz, px, py, pz, pw, lx, ly, lz, tx, ty, tz, rx, ry, rz, rw, cos_cap,
-              sin_half_cap, cos_half_cap, lo0, lo1, lo2, up0, up1, up2):
+              sin_half_cap, cos_half_cap, lo0, lo1, lo2, up0, up1, up2, inside):
     """One CCD step on any other link (limited, a hinge, or free but not lazy), on scalars as
-    ``_ccd_free`` takes them plus the Euler limits. Returns (turned, the link's new local
-    rotation (4)): turned 0 when the link stays put, 2 when it turned and the path below it
-    needs a refresh."""
+    ``_ccd_free`` takes them plus the Euler limits and the link's ``ik_link_inside`` row. Returns
+    (turned, the link's new local rotation (4)): turned 0 when the link stays put, 2 when it turned
+    and the path below it needs a refresh."""
     ax, ay, az, bx, by, bz, cx, cy, cz, aa, bb, cc = _axes(gx, gy, gz, lx, ly, lz, tx, ty, tz)
     if cc <= _TINY_AXIS * (aa * bb):
         return 0, rx, ry, rz, rw
@@ -268,14 +280,14 @@ def _ccd_step(use_axis, mode, gx, gy, gz, px, py, pz, pw, lx, ly, lz, tx, ty, tz
         if _AXIS_X <= mode <= _AXIS_Z:
             e = _hinge_limited(mode - _AXIS_X, r[0], r[1], r[2], r[3], lo0, lo1, lo2, up0, up1, up2, use_axis)
         else:
-            e = _euler_limited(r[0], r[1], r[2], r[3], lo0, lo1, lo2, up0, up1, up2, use_axis)
+            e = _euler_limited(r[0], r[1], r[2], r[3], lo0, lo1, lo2, up0, up1, up2, use_axis, inside)
         if e[0] == rx and e[1] == ry and e[2] == rz and e[3] == rw:
             return 0, rx, ry, rz, rw  # converged to the last bit: the state is exactly as before
         r = e
     return 2, r[0], r[1], r[2], r[3]
 
 
-@njit(**_NB)
+@njit(_nrt=False, **_NB)  # no reference counting (bones._NB)
 def solve_ik(
     k, ik_bone,
     # Model
@@ -297,6 +309,7 @@ def solve_ik(
     ik_link_path, ik_link_lazy, ik_path_start = ik_in.ik_link_path, ik_in.ik_link_lazy, ik_in.ik_path_start
     ik_path_bone, ik_after_start, ik_after_bone = ik_in.ik_path_bone, ik_in.ik_after_start, ik_in.ik_after_bone
     ik_path_parent, ik_target_row, ik_loop = ik_in.ik_path_parent, ik_in.ik_target_row, ik_in.ik_loop
+    ik_link_inside = ik_in.ik_link_inside
     ik_q, local_t, local_q, world_p, world_q, chain = bs.bone_ik_q, bs.bone_local_t, bs.bone_local_q, \
         bs.bone_world_p, bs.bone_world_q, bs.ik_chain
     l0, l1 = ik_link_start[k], ik_link_start[k + 1]
@@ -350,7 +363,8 @@ def solve_ik(
             else:
                 e = _ccd_step(use_axis, mode, gx, gy, gz, px, py, pz, pw, lx, ly, lz, tx, ty, tz, rx, ry, rz, rw, c0,
                               c1, c2, ik_link_lower[j, 0], ik_link_lower[j, 1], ik_link_lower[j, 2],
-                              ik_link_upper[j, 0], ik_link_upper[j, 1], ik_link_upper[j, 2])
+                              ik_link_upper[j, 0], ik_link_upper[j, 1], ik_link_upper[j, 2],
+                              _inside_row(ik_link_inside, j))
                 st = e[0], e[1], e[2], e[3], e[4], tx, ty, tz
             turned = st[0]
             if turned != 0:

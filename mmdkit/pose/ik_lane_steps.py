@@ -29,9 +29,9 @@ MAX_ROWS = IK_LANE_ROWS  # chain rows
 # the parent's world p, q, 1.0 where the parent is outside the path (not the row above), the step
 # cap's cos(c), sin(c/2), cos(c/2) (Rig.ik_link_cap), 1.0 where the row is a link of the lane's
 # solver, 1.0 where that link turns the target (lazy: the target hangs below it), the link's Euler
-# limits (lower, upper; ik_link_lower/upper)
-_WP, _WQ, _LQ, _OFF, _PP, _PQ, _OUT, _CAP, _LINK, _LAZY, _LO, _UP = 0, 3, 7, 11, 14, 17, 21, 22, 25, 26, 27, 30
-FIELDS = 33
+# limits (lower, upper; ik_link_lower/upper) and its ik_link_inside row
+_WP, _WQ, _LQ, _OFF, _PP, _PQ, _OUT, _CAP, _LINK, _LAZY, _LO, _UP, _IN = 0, 3, 7, 11, 14, 17, 21, 22, 25, 26, 27, 30, 33
+FIELDS = 43
 _RS = FIELDS * LANES  # one row, in float64
 # registers (each LANES wide): goal, target position, active (1.0) / frozen, turned this iteration,
 # turned in the last step, the lane's loop count (members may differ: a lane freezes after its own),
@@ -249,7 +249,10 @@ def _lane_step_limited(c, reg, s, r, mode):
         if hinge:
             e = _hinge_limited(a, q0, q1, q2, q3, lo0, lo1, lo2, up0, up1, up2, reflect)
         else:
-            e = _euler_limited(q0, q1, q2, q3, lo0, lo1, lo2, up0, up1, up2, reflect)
+            e = _euler_limited(q0, q1, q2, q3, lo0, lo1, lo2, up0, up1, up2, reflect, (
+                c[o + _IN * LANES], c[o + (_IN + 1) * LANES], c[o + (_IN + 2) * LANES], c[o + (_IN + 3) * LANES],
+                c[o + (_IN + 4) * LANES], c[o + (_IN + 5) * LANES], c[o + (_IN + 6) * LANES],
+                c[o + (_IN + 7) * LANES], c[o + (_IN + 8) * LANES], c[o + (_IN + 9) * LANES]))
         rx, ry, rz, rw = c[o + _LQ * LANES], c[o + (_LQ + 1) * LANES], c[o + (_LQ + 2) * LANES], \
             c[o + (_LQ + 3) * LANES]
         if e[0] == rx and e[1] == ry and e[2] == rz and e[3] == rw:

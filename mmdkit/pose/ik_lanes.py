@@ -43,9 +43,9 @@ from numba import njit
 from mmdkit.mathutil import put3, put4
 from mmdkit.pose.fk import compose_world, local_offset, update_local, update_world
 from mmdkit.pose.ik import _REACHED, put_ik_rotation, take_off_ik
-from mmdkit.pose.ik_lane_steps import (_ACT, _AX, _AXEND, _CAP, _G, _HALF, _IT, _LAZY, _LINK, _LO, _LOOP, _LQ, _MOV,
-                                       _NB, _OFF, _OUT, _PP, _PQ, _REGS, _RS, _T, _TRN, _UP, _WP, _WQ, FIELDS, LANES,
-                                       MAX_ROWS, _kept, _lane_step, _lane_step_limited, _parent, _pick,
+from mmdkit.pose.ik_lane_steps import (_ACT, _AX, _AXEND, _CAP, _G, _HALF, _IN, _IT, _LAZY, _LINK, _LO, _LOOP, _LQ,
+                                       _MOV, _NB, _OFF, _OUT, _PP, _PQ, _REGS, _RS, _T, _TRN, _UP, _WP, _WQ, FIELDS,
+                                       LANES, MAX_ROWS, _kept, _lane_step, _lane_step_limited, _parent, _pick,
                                        _stack_buffer)
 
 _chain_buffer = _stack_buffer(MAX_ROWS * _RS)
@@ -134,7 +134,7 @@ def _fill_lane(
     ik_link_start, ik_link_bone, ik_link_cap = ik_in.ik_link_start, ik_in.ik_link_bone, ik_in.ik_link_cap
     ik_link_mode, ik_link_lower, ik_link_upper = ik_in.ik_link_mode, ik_in.ik_link_lower, ik_in.ik_link_upper
     ik_link_path, ik_link_lazy, ik_path_start = ik_in.ik_link_path, ik_in.ik_link_lazy, ik_in.ik_path_start
-    ik_path_bone, ik_path_parent = ik_in.ik_path_bone, ik_in.ik_path_parent
+    ik_path_bone, ik_path_parent, ik_link_inside = ik_in.ik_path_bone, ik_in.ik_path_parent, ik_in.ik_link_inside
     st = bone_state_inout
     ik_q, local_t, local_q, world_p, world_q = st.bone_ik_q, st.bone_local_t, st.bone_local_q, st.bone_world_p, \
         st.bone_world_q
@@ -174,6 +174,8 @@ def _fill_lane(
             c[o + (_CAP + i) * LANES] = ik_link_cap[j, i]
             c[o + (_LO + i) * LANES] = ik_link_lower[j, i]
             c[o + (_UP + i) * LANES] = ik_link_upper[j, i]
+        for i in range(10):
+            c[o + (_IN + i) * LANES] = ik_link_inside[j, i]
         c[o + _LINK * LANES] = 1.0
         c[o + _LAZY * LANES] = 1.0 if ik_link_lazy[j] != 0 and ik_link_mode[j] == 0 else 0.0
         limited = limited or ik_link_mode[j] != 0
@@ -186,7 +188,7 @@ def _fill_lane(
     reg[_HALF * LANES + l] = loops // 2 if limited else 0
 
 
-@njit(**_NB)
+@njit(_nrt=False, **_NB)  # no reference counting (bones._NB)
 def solve_lanes(
     g,
     # Model

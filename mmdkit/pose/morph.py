@@ -17,7 +17,7 @@ from numba import njit
 
 from mmdkit.mathutil import put4, qmul_scalar, qscale_angle_scalar
 
-_NB = dict(cache=True, nogil=True)
+_NB = dict(cache=True, nogil=True, _nrt=False)  # no reference counting: nothing is allocated (see bones._NB)
 _UNIT_TOLERANCE = 1e-3  # |q|² this close to 1 is left as is (float32 file keys are off by ~2e-5)
 
 

@@ -131,6 +131,8 @@ IkIn = group("IkIn", (  # solver k, link j; add new per-solver/per-link arrays h
     Field("ik_link_lower", ("L", 3), "float64", "parent-local", "Euler limits, radians, lower <= upper"),
     Field("ik_link_upper", ("L", 3), "float64", "parent-local", "Euler limits, radians"),
     Field("ik_link_cap", ("L", 3), "float64", "", "cos(c), sin(c/2), cos(c/2) of the step cap c (cos -2: none)"),
+    Field("ik_link_inside", ("L", 10), "float64", "",
+          "Euler links: the limits as the test ``ik._euler_limited`` skips its trigonometry by (``ik_inside_table``)"),
     Field("ik_link_path", ("L",), "int32", "", "index into ik_path_bone where the link's refresh starts"),
     Field("ik_link_lazy", ("L",), "uint8", "",
           "1: the target hangs below the link and no later link of the solver does"),
@@ -223,6 +225,34 @@ def ik_link_modes(lower, upper, has_limit) -> tuple[np.ndarray, np.ndarray, np.n
     return mode, lo, hi
 
 
+_EULER_MAX = 88.0 * math.pi / 180.0  # ik._EULER_MAX
+
+
+def ik_inside_table(mode, lower, upper) -> np.ndarray:
+    """(L, 10) float64: per Euler-limited link (mode 1) whose limits all lie within ±90°, for the
+    order ``ik._euler_limited`` picks: sin of the middle angle's limits (kept within ±88°), then
+    cos, sin of the first angle's lower and upper limit and of the third's. An angle strictly
+    between its limits is then told by a sine or two cross products. Other links: (2, -2, 0, ...):
+    never inside."""
+    out = np.zeros((len(mode), 10))
+    out[:, 0], out[:, 1] = 2.0, -2.0
+    half = 0.5 * math.pi
+    for j in range(len(mode)):
+        lx, ly, lz = (float(v) for v in lower[j])
+        ux, uy, uz = (float(v) for v in upper[j])
+        if mode[j] != 1 or min(lx, ly, lz) < -half or max(ux, uy, uz) > half:
+            continue
+        if -half < lx and ux < half:  # the order choice of ik._euler_limited
+            l1, h1, l2, h2, l3, h3 = ly, uy, lx, ux, lz, uz
+        elif -half < ly and uy < half:
+            l1, h1, l2, h2, l3, h3 = lz, uz, ly, uy, lx, ux
+        else:
+            l1, h1, l2, h2, l3, h3 = lx, ux, lz, uz, ly, uy
+        out[j] = (math.sin(max(l2, -_EULER_MAX)), math.sin(min(h2, _EULER_MAX)), math.cos(l1), math.sin(l1),
+                  math.cos(h1), math.sin(h1), math.cos(l3), math.sin(l3), math.cos(h3), math.sin(h3))
+    return out
+
+
 def _ik_tables(model, parent: np.ndarray, order: np.ndarray) -> dict:
     """The IK section of a Rig: link limit modes, chain paths and the bones below each chain."""
     B = len(parent)
@@ -280,6 +310,7 @@ def _ik_tables(model, parent: np.ndarray, order: np.ndarray) -> dict:
         ik_link_start=np.asarray(model.ik_link_start, np.int32),
         ik_link_bone=np.asarray(model.ik_link_bone, np.int32), ik_link_mode=mode,
         ik_link_lower=lower, ik_link_upper=upper, ik_link_cap=link_cap, ik_link_path=link_path,
+        ik_link_inside=ik_inside_table(mode, lower, upper),
         ik_link_lazy=link_lazy,
         ik_path_start=ps, ik_path_bone=pb, ik_after_start=as_, ik_after_bone=ab, ik_path_parent=path_parent,
         ik_target_row=target_row)

@@ -30,6 +30,7 @@ STAGES = ("sample", "morph", "bones_before_physics", "physics", "bones_after_phy
 """Stage names in order (index = the stage constants above); ``mmdkit bench`` adds skinning."""
 
 _NB = dict(cache=True, nogil=True)
+_STAGE = dict(_NB, _nrt=False)  # the stages: no reference counting of their ~60 arrays (bones._NB)
 
 
 MotionKeys = group("MotionKeys", (  # Kb bone keys, Km morph keys, Ki IK keys, Kv visibility keys
@@ -55,7 +56,7 @@ def motion_in(bound) -> MotionKeys:
     return MotionKeys(**{name: getattr(bound, name) for name in MotionKeys._fields})
 
 
-@njit(**_NB)
+@njit(**_STAGE)
 def stage_sample(
     frame,
     # Model
@@ -79,7 +80,7 @@ def stage_sample(
     sample_steps(frame, k.visible_key_start, k.visible_key_frame, k.visible_key_value, frame_out.visible)
 
 
-@njit(**_NB)
+@njit(**_STAGE)
 def stage_morph(
     geometry,
     # Model
@@ -115,7 +116,7 @@ def stage_morph(
                 mat_out[i, c] = material_base[i, c] * mat_mul[i, c] + mat_add[i, c]
 
 
-@njit(**_NB)
+@njit(**_STAGE)
 def stage_bones_before_physics(
     write,
     # Model
@@ -133,7 +134,7 @@ def stage_bones_before_physics(
                        frame_out.bone_world, frame_out.bone_skin)
 
 
-@njit(**_NB)
+@njit(**_STAGE)
 def stage_bones_after_physics(
     all_rows,
     # Model
