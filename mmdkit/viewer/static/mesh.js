@@ -36,10 +36,10 @@ export function compactMesh(mesh, source, targetMorph, { reorder = true, lod = n
   const morphs = [];
   (geo.morphAttributes.position || []).forEach((attr, t) => {
     if (targetMorph[t] < 0) return;
-    const all = sparse(attr), vertex = [], delta = [];
-    for (let i = 0; i < all.vertex.length; i++) {
-      const j = remap[all.vertex[i]];
-      if (j >= 0) { vertex.push(j); delta.push(all.delta[3 * i], all.delta[3 * i + 1], all.delta[3 * i + 2]); }
+    const d = morphArray(attr), vertex = [], delta = [];
+    for (let j = 0; j < used.length; j++) {
+      const o = 3 * used[j];
+      if (d[o] !== 0 || d[o + 1] !== 0 || d[o + 2] !== 0) { vertex.push(j); delta.push(d[o], d[o + 1], d[o + 2]); }
     }
     if (vertex.length) morphs.push({ morph: targetMorph[t], vertex: Uint32Array.from(vertex), delta: Float32Array.from(delta) });
   });
@@ -54,19 +54,9 @@ export function compactMesh(mesh, source, targetMorph, { reorder = true, lod = n
   applyMorphs(mesh);
 }
 
-// a morph target's moved vertices: { vertex (Uint32Array, GLB numbering), delta (Float32Array) }
-const sparseCache = new WeakMap();
-function sparse(attr) {
-  if (sparseCache.has(attr)) return sparseCache.get(attr);
-  const n = attr.count, vertex = [], delta = [];
-  const d = attr.isInterleavedBufferAttribute ? gather(attr, Array.from({ length: n }, (_, i) => i)).array : attr.array;
-  for (let v = 0; v < n; v++) {
-    const o = 3 * v;
-    if (d[o] !== 0 || d[o + 1] !== 0 || d[o + 2] !== 0) { vertex.push(v); delta.push(d[o], d[o + 1], d[o + 2]); }
-  }
-  const out = { vertex: Uint32Array.from(vertex), delta: Float32Array.from(delta) };
-  sparseCache.set(attr, out);
-  return out;
+// a morph target's deltas as one flat array (x y z per GLB vertex)
+function morphArray(attr) {
+  return attr.isInterleavedBufferAttribute ? gather(attr, Array.from({ length: attr.count }, (_, i) => i)).array : attr.array;
 }
 
 // this frame's morph weights (row ra, rb at offset m0, interpolated by w) onto the positions;
@@ -112,7 +102,11 @@ function simplified(geo, index, targetMorph, { simplifier, ratio }) {
   const lock = new Uint8Array(used.length);
   (geo.morphAttributes.position || []).forEach((attr, t) => {
     if (targetMorph[t] < 0) return;
-    for (const v of sparse(attr).vertex) if (remap[v] >= 0) lock[remap[v]] = 1;
+    const d = morphArray(attr);
+    for (let j = 0; j < used.length; j++) {
+      const o = 3 * used[j];
+      if (d[o] !== 0 || d[o + 1] !== 0 || d[o + 2] !== 0) lock[j] = 1;
+    }
   });
   const target = Math.floor((index.length / 3) * ratio) * 3;
   const [kept] = simplifier.simplifyWithAttributes(compact, Float32Array.from(position), 3, Float32Array.from(attributes),
