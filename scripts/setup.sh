@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(libbullet-dev libassimp-dev assimp-utils pkg-config cmake g++ libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri nodejs
-              chromium chromium-driver)  # chromium: the viewer tests drive it headless (tests/test_viewer.py)
+              chromium chromium-driver fonts-ipafont-gothic)  # chromium: the viewer tests drive it headless
+# (tests/test_viewer.py); the IPA Gothic font draws Japanese names on its page and screenshots
 # npm: Debian's package, unless an npm is there already (NodeSource's nodejs bundles one and
 # conflicts with Debian's npm)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
