@@ -1,12 +1,17 @@
 """Annotated renders (#25): what the labels cost next to the RGB-only render of the same views and frames.
 
 Usage: python3 benchmarks/bench_annotate.py [--frames 0:59] [--size 640x480] [--views 1,4] [--repeats 2]
-                                             [--model PATH] [--motion PATH]
+                                             [--model PATH] [--motion PATH] [--ab]
 For each view count, in one process, interleaved ``repeats`` times: the annotated render (``AnnotateSink``:
 RGB + label pass + depth/mask/parts PNGs + keypoints, as ``mmdkit render --annotate --views N``) and the
 RGB-only render of the same views in the same frame loop (the same sink with the label pass and label
 files left out: the picture's PNG only). Physics on, posed once per frame. Prints output frames per
-second (the sink's own clock: drawing, reading back and writing, not loading) and the ratios.
+second (the sink's own clock from its open to its close: posing and physics, drawing, reading back
+and writing, not loading nor compiling) and the ratios; then the CPU seconds a frame took over the
+same span, the whole take (every thread: posing and physics on the driver's, GL, llvmpipe's
+rasterizer threads, the writer) and the sink alone (the same less what posing and physics alone
+take a frame, measured by a take with a sink that does nothing), which depend less than frames/s
+on what else the machine runs.
 """
 
 from __future__ import annotations
@@ -15,40 +20,79 @@ import argparse
 import os
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
-import numpy as np
 
 from mmdkit.io import parse_size
 from mmdkit.render.labels import dataset
 from mmdkit.render.labels.sink import AnnotateSink
-from mmdkit.runtime.driver import run
+from mmdkit.runtime.driver import Sink, run
 from mmdkit.runtime.take import Take
 
 ASSETS = Path(__file__).resolve().parents[2] / "shared" / "assets"
 
 
+class _Clocked:
+    """The process's CPU seconds a frame from the end of ``open`` to ``close`` (``cpu_take``)."""
+
+    def open(self, loaded) -> None:
+        super().open(loaded)
+        self.cpu0, self.frames = time.process_time(), len(loaded.frames)
+
+    def close(self) -> dict:
+        out = super().close()
+        out["cpu_take"] = (time.process_time() - self.cpu0) / self.frames
+        return out
+
+
+class PoseOnly(_Clocked, Sink):
+    """Posing and physics (with the vertex offsets a picture sink asks for) and nothing else."""
+
+    geometry = True
+
+
 class _RgbOnlyWriter(dataset.DatasetWriter):
-    def write(self, i, rgb, labels, keypoints, shown, normals=None) -> None:
+    def write(self, i, rgb, labels, keypoints, shown, normals=None, corr=None) -> None:
         for c in range(len(self.views)):
             with open(os.path.join(self.tmp, f"view_{c:02d}", "rgb", f"{i:06d}.png"), "wb") as f:
                 f.write(dataset._png_bytes(rgb[c]))
 
 
-class RgbOnly(AnnotateSink):
+class Annotated(_Clocked, AnnotateSink):
+    """The annotated render, clocked."""
+
+
+class PerFrame(Annotated):
+    """The annotated render reading back each frame's views before the next frame is drawn (as
+    before the reads went across frames): the A of ``--ab``."""
+
+    def open(self, loaded) -> None:
+        super().open(loaded)
+        self.targets = min(self.targets, len(self.views))
+
+    def _draw(self, *args) -> None:
+        super()._draw(*args)
+        self._flush()
+
+
+class RgbOnly(_Clocked, AnnotateSink):
     """The same views and frame loop, without the label pass and label files."""
 
     def open(self, loaded) -> None:
         super().open(loaded)
         self.writer.abort()
         self.writer = _RgbOnlyWriter(self.output, self.views, loaded.frames, self.rig, len(self.offsets))
-        self.labels.draw = lambda view, proj, values, out, normals_out=None, target=0: out
-        self.labels.read = lambda target, out, normals_out=None: out
+        self.labels.draw = lambda view, proj, values, out, *a, **k: out
+        self.labels.read = lambda target, out, *a, **k: out
 
 
-def once(loaded, kind, out: str, size, views: int) -> float:
-    sink = (AnnotateSink if kind == "annotate" else RgbOnly)(out, size=size, views=views)
-    return run(loaded, [sink])[0]["fps"]
+def once(loaded, kind, out: str, size, views: int) -> tuple:
+    """(frames/s, CPU s a frame: whole take, sink alone = whole take − posing alone)."""
+    sink = {"annotate": Annotated, "rgb": RgbOnly, "per_frame": PerFrame}[kind](out, size=size, views=views)
+    got = run(loaded, [sink])[0]
+    posing = run(loaded, [PoseOnly()])[0]["cpu_take"]
+    return got["fps"], got["cpu_take"], got["cpu_take"] - posing
 
 
 def main() -> None:
@@ -59,28 +103,40 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--model", default=str(ASSETS / "gene" / "Gene_light.pmx"))
     ap.add_argument("--motion", default=str(ASSETS / "gene" / "motion" / "01_happy.vmd"))
+    ap.add_argument("--ab", action="store_true", help="compare with reading each frame's views back before the "
+                                                       "next frame (PerFrame) instead of with RGB only")
     a = ap.parse_args()
     size = parse_size(a.size)
     loaded = Take(a.model, a.motion, frames=a.frames).validate().load()
     counts = [int(v) for v in a.views.split(",")]
-    fps = {(k, n): [] for k in ("rgb", "annotate") for n in counts}
+    kinds = ("per_frame", "annotate") if a.ab else ("rgb", "annotate")
+    fps = {(k, n): [] for k in kinds for n in counts}
     with tempfile.TemporaryDirectory() as tmp:
         once(loaded, "annotate", os.path.join(tmp, "warm/"), size, 1)  # kernels and shaders compiled
         for r in range(a.repeats):
             for n in counts:
-                for kind in ("rgb", "annotate"):
+                for kind in kinds:
                     fps[kind, n].append(once(loaded, kind, os.path.join(tmp, f"{kind}{n}_{r}/"), size, n))
     print(f"{len(loaded.frames)} frames of {Path(a.model).name} at {a.size}, physics on; frames/s (median of "
           f"{a.repeats})")
-    med = {k: statistics.median(v) for k, v in fps.items()}
+    base = kinds[0]  # "rgb": what the labels cost; "per_frame": what reading across frames gains
+    med = {k: statistics.median(x[0] for x in v) for k, v in fps.items()}
     for n in counts:
-        print(f"  {n} view(s): RGB only {med['rgb', n]:.2f}, annotated {med['annotate', n]:.2f} "
-              f"(labels cost {med['rgb', n] / med['annotate', n]:.2f}x)")
+        print(f"  {n} view(s): {base} {med[base, n]:.2f}, annotated {med['annotate', n]:.2f} "
+              f"(annotated costs {med[base, n] / med['annotate', n]:.2f}x {base})")
     if len(counts) > 1:
         lo, hi = counts[0], counts[-1]
         print(f"  {hi} views cost {med['annotate', lo] / med['annotate', hi]:.2f}x {lo} (annotated), "
-              f"{med['rgb', lo] / med['rgb', hi]:.2f}x (RGB only)")
-    np.set_printoptions(precision=2)
+              f"{med[base, lo] / med[base, hi]:.2f}x ({base})")
+    for j, what in ((1, "whole take"), (2, "sink alone")):
+        cpu = {k: statistics.median(x[j] for x in v) for k, v in fps.items()}
+        line = f"  CPU s/frame, {what}: " + ", ".join(f"{k} {n}: {cpu[k, n]:.3f}" for n in counts for k in kinds)
+        if len(counts) > 1:
+            line += f"; {counts[-1]} views cost {cpu['annotate', counts[-1]] / cpu['annotate', counts[0]]:.2f}x " \
+                    f"{counts[0]} (annotated)"
+        print(line + "; annotated/" + base + " " + ", ".join(f"{cpu['annotate', n] / cpu[base, n]:.2f}x ({n})"
+                                                               for n in counts))
+    print("  runs (frames/s):", {f"{k} {n}": [round(x[0], 2) for x in v] for (k, n), v in fps.items()})
 
 
 if __name__ == "__main__":
