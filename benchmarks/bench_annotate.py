@@ -1,7 +1,7 @@
 """Annotated renders (#25): what the labels cost next to the RGB-only render of the same views and frames.
 
 Usage: python3 benchmarks/bench_annotate.py [--frames 0:59] [--size 640x480] [--views 1,4] [--repeats 2]
-                                             [--model PATH] [--motion PATH] [--ab]
+                                             [--model PATH] [--motion PATH]
 For each view count, in one process, interleaved ``repeats`` times: the annotated render (``AnnotateSink``:
 RGB + label pass + depth/mask/parts PNGs + keypoints, as ``mmdkit render --annotate --views N``) and the
 RGB-only render of the same views in the same frame loop (the same sink with the label pass and label
@@ -63,19 +63,6 @@ class Annotated(_Clocked, AnnotateSink):
     """The annotated render, clocked."""
 
 
-class PerFrame(Annotated):
-    """The annotated render reading back each frame's views before the next frame is drawn (as
-    before the reads went across frames): the A of ``--ab``."""
-
-    def open(self, loaded) -> None:
-        super().open(loaded)
-        self.targets = min(self.targets, len(self.views))
-
-    def _draw(self, *args) -> None:
-        super()._draw(*args)
-        self._flush()
-
-
 class RgbOnly(_Clocked, AnnotateSink):
     """The same views and frame loop, without the label pass and label files."""
 
@@ -89,7 +76,7 @@ class RgbOnly(_Clocked, AnnotateSink):
 
 def once(loaded, kind, out: str, size, views: int) -> tuple:
     """(frames/s, CPU s a frame: whole take, sink alone = whole take − posing alone)."""
-    sink = {"annotate": Annotated, "rgb": RgbOnly, "per_frame": PerFrame}[kind](out, size=size, views=views)
+    sink = {"annotate": Annotated, "rgb": RgbOnly}[kind](out, size=size, views=views)
     got = run(loaded, [sink])[0]
     posing = run(loaded, [PoseOnly()])[0]["cpu_take"]
     return got["fps"], got["cpu_take"], got["cpu_take"] - posing
@@ -103,13 +90,11 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--model", default=str(ASSETS / "gene" / "Gene_light.pmx"))
     ap.add_argument("--motion", default=str(ASSETS / "gene" / "motion" / "01_happy.vmd"))
-    ap.add_argument("--ab", action="store_true", help="compare with reading each frame's views back before the "
-                                                       "next frame (PerFrame) instead of with RGB only")
     a = ap.parse_args()
     size = parse_size(a.size)
     loaded = Take(a.model, a.motion, frames=a.frames).validate().load()
     counts = [int(v) for v in a.views.split(",")]
-    kinds = ("per_frame", "annotate") if a.ab else ("rgb", "annotate")
+    kinds = ("rgb", "annotate")
     fps = {(k, n): [] for k in kinds for n in counts}
     with tempfile.TemporaryDirectory() as tmp:
         once(loaded, "annotate", os.path.join(tmp, "warm/"), size, 1)  # kernels and shaders compiled
@@ -119,7 +104,7 @@ def main() -> None:
                     fps[kind, n].append(once(loaded, kind, os.path.join(tmp, f"{kind}{n}_{r}/"), size, n))
     print(f"{len(loaded.frames)} frames of {Path(a.model).name} at {a.size}, physics on; frames/s (median of "
           f"{a.repeats})")
-    base = kinds[0]  # "rgb": what the labels cost; "per_frame": what reading across frames gains
+    base = kinds[0]
     med = {k: statistics.median(x[0] for x in v) for k, v in fps.items()}
     for n in counts:
         print(f"  {n} view(s): {base} {med[base, n]:.2f}, annotated {med['annotate', n]:.2f} "
