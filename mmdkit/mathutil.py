@@ -12,6 +12,8 @@ import math
 
 from numba import njit
 
+import mmdkit.numba_inline  # noqa: F401  (faster inlining of these helpers at compile time)
+
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")
 def qmul_scalar(ax, ay, az, aw, bx, by, bz, bw):
