@@ -50,13 +50,24 @@ class Programs:
     """skin: the skinning stage (a compute shader; == main with palettes); main: MMD's shading;
     flat: edges and the ground shadow; depth: the self-shadow map (None when off). skins_first: True
     when every character is skinned once per frame into a buffer that the other programs draw
-    from."""
+    from. ground: the ground shadow's program: on the skins_first path a lean one reading the
+    skinned buffer alone (ground.vert, drawn through ``Geometry.bare_vertex_array``), else ``flat``.
+    plain: see ``shading``."""
 
     skin: object
     main: object
     flat: object
     depth: object | None
     skins_first: bool
+    ground: object = None
+    plain: object = None
+
+    @property
+    def shading(self) -> tuple:
+        """The MMD shading programs, which read the same camera, light and texture units: ``main``
+        and ``plain`` (compiled without sphere map and material-morph tints, for the materials
+        that have neither this frame; the same pixels for less work)."""
+        return (self.main,) if self.plain is None else (self.main, self.plain)
 
 
 def build_programs(ctx, *, palette_size: int | None, self_shadow: bool) -> Programs:
@@ -64,7 +75,8 @@ def build_programs(ctx, *, palette_size: int | None, self_shadow: bool) -> Progr
     frame by one compute dispatch (skin.comp) and drawn by draw.vert; with one, skin.vert skins
     while drawing. Edges/ground shadow and the shadow map have their own tiny fragment stages (a CPU
     rasteriser pays for every branch a shader has)."""
-    frag = shader_source("mmd.frag", defines="#define SELF_SHADOW" if self_shadow else "")
+    shadow_define = "#define SELF_SHADOW\n" if self_shadow else ""
+    frag = shader_source("mmd.frag", defines=shadow_define + "#define SPHERE\n#define TINTS")
     skins_first = not palette_size
     if skins_first:
         skin = compile_program(ctx, "skinning", compute=shader_source("buffers.glsl", "skinning.glsl", "skin.comp"))
@@ -74,11 +86,16 @@ def build_programs(ctx, *, palette_size: int | None, self_shadow: bool) -> Progr
         vert = shader_source("buffers.glsl", "pass.glsl", "skinning.glsl", "skin.vert",
                              defines=f"#define PALETTE {palette_size}")
         skin = main = compile_program(ctx, "main", vertex_shader=vert, fragment_shader=frag)
+    plain = compile_program(ctx, "main", vertex_shader=vert, fragment_shader=shader_source("mmd.frag", defines=shadow_define))
     flat = compile_program(ctx, "edge/shadow", vertex_shader=vert, fragment_shader=shader_source("flat.frag"))
     depth = compile_program(ctx, "self-shadow", vertex_shader=vert, fragment_shader=shader_source("depth.frag")) \
         if self_shadow else None
-    if not skins_first:
-        for prog in (main, flat, depth):
+    ground = flat
+    if skins_first:
+        ground = compile_program(ctx, "ground-shadow", vertex_shader=shader_source("buffers.glsl", "ground.vert"),
+                                 fragment_shader=shader_source("flat.frag"))
+    else:
+        for prog in (main, plain, flat, depth):
             if prog is not None:
                 prog["Palette"].binding = 0
-    return Programs(skin, main, flat, depth, skins_first)
+    return Programs(skin, main, flat, depth, skins_first, ground, plain)

@@ -183,7 +183,7 @@ class Geometry:
             (self._ibo_int, "4i 1i 1i 1i 4x", "in_bi", "in_deform", "in_morph_slot", "in_uv_slot"),
             (self._inst, "3f/i", "in_offset"),
         ]
-        for prog in (p.skin, p.main, p.flat, p.depth):
+        for prog in (p.skin, p.main, p.plain, p.flat, p.depth, p.ground):
             for name, value in (("u_num_vertices", self.num_vertices), ("u_num_bones", self.num_bones),
                                 ("u_morph_rows", len(self.morph_rows)), ("u_uv_rows", len(self.uv_rows)),
                                 ("u_bones", 0)):  # the bone texture's unit
@@ -193,7 +193,9 @@ class Geometry:
             self._skinned = ctx.buffer(reserve=max(self.num_vertices, 1) * 32 * self.instances)  # storage buffer 2
         index = dict(index_buffer=self._idx, index_element_size=4)
         self._vaos = {which: ctx.vertex_array(prog, _inputs_for(prog, inputs), **index)
-                      for which, prog in (("main", p.main), ("flat", p.flat), ("depth", p.depth)) if prog is not None}
+                      for which, prog in (("main", p.main), ("plain", p.plain), ("flat", p.flat), ("depth", p.depth))
+                      if prog is not None}
+        self._vaos["ground"] = self._vaos["flat"] if p.ground is p.flat else self.bare_vertex_array(p.ground)
 
     # --- per frame --------------------------------------------------------------------
     def set_instance_offsets(self, offsets) -> None:
@@ -255,9 +257,27 @@ class Geometry:
     def has_faces(self, m: int) -> bool:
         return bool(self.ranges[m])
 
+    def draw_runs(self, materials, which: str) -> None:
+        """Draw the triangles of ``materials`` (increasing) for every character with program
+        ``which`` ('flat' or 'ground'; uniforms shared by all of them), index ranges that follow one
+        another as one call: the same triangles in the same order for one character (with more,
+        character k's triangles of the run follow character k - 1's)."""
+        runs = []
+        for m in materials:
+            for first, count, batch in self.ranges[m]:
+                if runs and batch < 0 and runs[-1][2] < 0 and runs[-1][0] + runs[-1][1] == first:
+                    runs[-1][1] += count
+                else:
+                    runs.append([first, count, batch])
+        vao = self._vaos[which]
+        for first, count, batch in runs:
+            if batch >= 0:
+                self._palette_ubo.write(self._palette_buf[batch])
+            vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=self.instances)
+
     def draw(self, m: int, which: str = "main") -> None:
         """Draw material m's triangles for every character (one instanced call per range) with
-        program ``which`` ('main', 'flat' or 'depth')."""
+        program ``which`` ('main', 'plain', 'flat', 'depth' or 'ground')."""
         vao = self._vaos[which]
         for first, count, batch in self.ranges[m]:
             if batch >= 0:

@@ -165,13 +165,13 @@ class Renderer:
             self.floor.draw(view_gl, proj_gl, background, eye_distance)
         ctx.enable(moderngl.DEPTH_TEST | moderngl.BLEND)
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
-        p = progs.main
-        passes.vertex_uniforms(p, view_gl, proj_gl, L)
-        p["u_light_color"].value = tuple(float(c) for c in light_color) if light_color is not None \
-            else (LIGHT_COLOR,) * 3
+        color = tuple(float(c) for c in light_color) if light_color is not None else (LIGHT_COLOR,) * 3
+        for p in progs.shading:
+            passes.vertex_uniforms(p, view_gl, proj_gl, L)
+            p["u_light_color"].value = color
         if self.ground_shadow:
-            passes.ground_shadow_pass(ctx, geo, progs.flat, self.materials, values, view_gl, proj_gl, L)
-        passes.main_pass(ctx, geo, p, self.materials, values, self.textures, shadow_on)
+            passes.ground_shadow_pass(ctx, geo, progs.ground, self.materials, values, view_gl, proj_gl, L)
+        passes.main_pass(ctx, geo, progs, self.materials, values, self.textures, shadow_on)
         if self.edges:
             passes.edge_pass(ctx, geo, progs.flat, self.materials, values, view_gl, proj_gl, L, eye_distance)
         if not read:
@@ -180,23 +180,25 @@ class Renderer:
         return self.read(target, out)
 
     def _prepare_main(self, bone_skin, values, light_dir, self_shadow, skinned: bool = False) -> bool:
-        """Texture units of the main program; draws the self-shadow map when it is on this frame
+        """Texture units of the shading programs; draws the self-shadow map when it is on this frame
         (returns whether it is); ``skinned`` (this frame again, from another view, the same light):
         the map the first view drew is used again."""
-        p = self.programs.main
-        p["u_tex"].value = 1
-        p["u_sphere"].value = 2
-        p["u_toon"].value = 3
+        progs = self.programs.shading
+        for p in progs:
+            p["u_tex"].value = 1
+            p["u_toon"].value = 3
+            if self.shadow is not None:
+                p["u_self_shadow"].value = 0.0
+        self.programs.main["u_sphere"].value = 2
         shadow_on = self.shadow is not None and (self_shadow is None or bool(self_shadow))
-        if self.shadow is not None:
-            p["u_self_shadow"].value = 0.0
         if shadow_on and not (skinned and self._shadow_drawn):
             light_vp_gl = passes.gl_matrix(self.shadow.fit(bone_skin, self.geometry.instance_offset, light_dir),
                                            self._gl_mats[2])
             self.shadow.draw(self.geometry, self.programs.depth, self.materials, values, self.textures,
                              light_vp_gl, light_dir)
-            p["u_light_vp"].write(light_vp_gl)
-            p["u_shadow_map"].value = 4
+            for p in progs:
+                p["u_light_vp"].write(light_vp_gl)
+                p["u_shadow_map"].value = 4
         elif shadow_on:  # the state the map's drawing leaves (the floor is drawn next)
             self.ctx.disable(moderngl.BLEND | moderngl.CULL_FACE)
         if shadow_on:

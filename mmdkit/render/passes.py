@@ -45,11 +45,11 @@ def ground_shadow_pass(ctx, geo, prog, table, values, view_gl, proj_gl, light_di
     prog["u_color"].value = GROUND_SHADOW_COLOR
     # flattened, a closed mesh's faces that looked away from the light cover the same
     # silhouette as the others: draw only one side (half the triangles to set up)
+    # one colour, opaque (blending leaves it as it is): runs of materials are drawn as one
     ctx.enable(moderngl.CULL_FACE)
     ctx.cull_face = "back"
-    for m in range(table.num_materials):
-        if table.ground_shadow[m] and values.diffuse[m, 3] > 0.0:
-            geo.draw(m, "flat")
+    geo.draw_runs([m for m in range(table.num_materials) if table.ground_shadow[m] and values.diffuse[m, 3] > 0.0],
+                  "ground")
 
 
 def _material_uniforms(prog, m: int, values, has_tex: bool, sphere_mode: int) -> None:
@@ -58,6 +58,8 @@ def _material_uniforms(prog, m: int, values, has_tex: bool, sphere_mode: int) ->
     prog["u_specular"].value = _vec(values.specular[m])
     prog["u_spec_power"].value = float(values.specular_power[m])
     prog["u_has_tex"].value = has_tex
+    if "u_sphere_mode" not in prog:  # the plain program: no sphere map, no tints
+        return
     for kind, um, ua in _TINT_UNIFORMS:
         tint = values.tints.get(kind)
         mul, add = _NO_TINT if tint is None else (_vec(tint[0][m]), _vec(tint[1][m]))
@@ -77,34 +79,52 @@ def cull_material(ctx, table, m: int, alpha: float) -> None:
         ctx.disable(moderngl.CULL_FACE)
 
 
-def main_pass(ctx, geo, prog, table, values, textures, shadow_on: bool) -> None:
-    """Every visible material with MMD's shading, in material order (blending as MMD does).
-    ``textures.of(m)`` gives (texture | None, sphere | None, toon) GL textures."""
+def main_pass(ctx, geo, programs, table, values, textures, shadow_on: bool) -> None:
+    """Every visible material with MMD's shading, in material order (blending as MMD does):
+    ``programs.main``, or ``programs.plain`` for a material without sphere map while no tint is on
+    (``Programs.shading``). ``textures.of(m)`` gives (texture | None, sphere | None, toon) GL textures."""
     for m in range(table.num_materials):
         alpha = values.diffuse[m, 3]
         if not geo.has_faces(m) or alpha <= 0.0:
             continue
         cull_material(ctx, table, m, alpha)
         t, s, toon = textures.of(m)
-        _material_uniforms(prog, m, values, t is not None, int(table.sphere_mode[m]) if s is not None else 0)
+        sphere_mode = int(table.sphere_mode[m]) if s is not None else 0
+        which = "plain" if programs.plain is not None and sphere_mode == 0 and not values.tints else "main"
+        prog = programs.plain if which == "plain" else programs.main
+        _material_uniforms(prog, m, values, t is not None, sphere_mode)
         if shadow_on:
             prog["u_self_shadow"].value = float(bool(table.shadow_receive[m]))
         (t or textures.white).use(1)
-        (s or textures.white).use(2)
+        if which == "main":
+            (s or textures.white).use(2)
         toon.use(3)
-        geo.draw(m)
+        geo.draw(m, which)
 
 
 def edge_pass(ctx, geo, prog, table, values, view_gl, proj_gl, light_dir, eye_distance: float) -> None:
-    """Outlines: back faces pushed out along the normal, in each material's edge colour."""
+    """Outlines: back faces pushed out along the normal, in each material's edge colour. Materials
+    in a row with the same colour and width are drawn as one run (``Geometry.draw_runs``; for
+    crowds only opaque ones, as translucent edges of different characters blend in draw order)."""
     vertex_uniforms(prog, view_gl, proj_gl, light_dir, edge=1.0)
+    ctx.enable(moderngl.CULL_FACE)
+    ctx.cull_face = "front"
+    run, key = [], None
     for m in range(table.num_materials):
         if not geo.has_faces(m) or values.diffuse[m, 3] <= 0.0:
             continue
         if not table.edge[m] or values.edge_size[m] <= 0:
             continue
-        ctx.enable(moderngl.CULL_FACE)
-        ctx.cull_face = "front"
-        prog["u_color"].value = _vec(values.edge_color[m])
-        prog["u_edge_size"].value = float(values.edge_size[m]) * eye_distance * EDGE_SCALE
-        geo.draw(m, "flat")
+        color, size = _vec(values.edge_color[m]), float(values.edge_size[m]) * eye_distance * EDGE_SCALE
+        if run and (color, size) == key and run[-1] == m - 1 and (geo.instances == 1 or color[3] >= 1.0):
+            run.append(m)
+            continue
+        _edge_run(geo, prog, run, key)
+        run, key = [m], (color, size)
+    _edge_run(geo, prog, run, key)
+
+
+def _edge_run(geo, prog, run, key) -> None:
+    if run:
+        prog["u_color"].value, prog["u_edge_size"].value = key
+        geo.draw_runs(run, "flat")

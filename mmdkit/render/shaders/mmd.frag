@@ -3,20 +3,31 @@
 // drawn by flat.frag).
 // With SELF_SHADOW (MMD's formula): lit = shadow-map test (4 bilinear PCF taps), comp =
 // min(lit, saturate(3·N·L)), toon = mix(darkest toon, brightest toon, comp) — compiled in only
-// when asked for (CPU rasterisers pay for dead branches).
+// when asked for (CPU rasterisers pay for dead branches: llvmpipe runs both sides of an if).
+// SPHERE compiles in the sphere map, TINTS the material-morph tints; without them the program
+// draws the materials with no sphere map while no tint is on (the same pixels: a tint off is
+// colour * 1 + 0), for less work a fragment.
 uniform vec4 u_diffuse; uniform vec3 u_ambient; uniform vec3 u_specular; uniform float u_spec_power;
 uniform vec3 u_light_dir; uniform vec3 u_light_color;
-uniform sampler2D u_tex; uniform sampler2D u_sphere; uniform sampler2D u_toon;
-uniform bool u_has_tex; uniform int u_sphere_mode;
+uniform sampler2D u_tex; uniform sampler2D u_toon;
+uniform bool u_has_tex;
+#ifdef SPHERE
+uniform sampler2D u_sphere; uniform int u_sphere_mode;
+#endif
+#ifdef TINTS
 // material-morph tints (texture, sphere, toon): colour * mul + add
 uniform vec4 u_tex_mul; uniform vec4 u_tex_add; uniform vec4 u_sph_mul; uniform vec4 u_sph_add;
 uniform vec4 u_toon_mul; uniform vec4 u_toon_add;
+#define TINTED(c, mul, add) ((c) * mul + add)
+#else
+#define TINTED(c, mul, add) (c)
+#endif
 
 in vec3 v_nrm; in vec2 v_uv; in vec3 v_view_nrm; in vec3 v_view_pos; in vec3 v_view_light; in vec4 v_shadow;
 out vec4 f_color;
 
 vec3 toon_at(float lambert) {
-    return (texture(u_toon, vec2(0.5, 1.0 - clamp(0.5 - 0.5 * lambert, 0.0, 1.0))) * u_toon_mul + u_toon_add).rgb;
+    return TINTED(texture(u_toon, vec2(0.5, 1.0 - clamp(0.5 - 0.5 * lambert, 0.0, 1.0))), u_toon_mul, u_toon_add).rgb;
 }
 
 #ifdef SELF_SHADOW
@@ -41,16 +52,18 @@ void main() {
     vec3 color = clamp(u_ambient + u_diffuse.rgb * u_light_color, 0.0, 1.0);
     float alpha = u_diffuse.a;
     if (u_has_tex) {
-        vec4 t = texture(u_tex, vec2(v_uv.x, 1.0 - v_uv.y)) * u_tex_mul + u_tex_add;
+        vec4 t = TINTED(texture(u_tex, vec2(v_uv.x, 1.0 - v_uv.y)), u_tex_mul, u_tex_add);
         color *= t.rgb;
         alpha *= t.a;
     }
+#ifdef SPHERE
     if (u_sphere_mode != 0) {
         vec3 vn = normalize(v_view_nrm);
         vec2 suv = vec2(vn.x * 0.5 + 0.5, vn.y * 0.5 + 0.5);
-        vec3 s = (texture(u_sphere, suv) * u_sph_mul + u_sph_add).rgb;
+        vec3 s = TINTED(texture(u_sphere, suv), u_sph_mul, u_sph_add).rgb;
         if (u_sphere_mode == 1) color *= s; else if (u_sphere_mode == 2) color += s;
     }
+#endif
     float lambert = dot(N, L);
 #ifdef SELF_SHADOW
     if (u_self_shadow > 0.5) {
