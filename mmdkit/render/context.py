@@ -78,16 +78,17 @@ def build_programs(ctx, *, palette_size: int | None, self_shadow: bool) -> Progr
     shadow_define = "#define SELF_SHADOW\n" if self_shadow else ""
     frag = shader_source("mmd.frag", defines=shadow_define + "#define SPHERE\n#define TINTS")
     skins_first = not palette_size
-    if skins_first:
-        skin = compile_program(ctx, "skinning", compute=shader_source("buffers.glsl", "skinning.glsl", "skin.comp"))
-        vert = shader_source("buffers.glsl", "pass.glsl", "draw.vert")
-        main = compile_program(ctx, "main", vertex_shader=vert, fragment_shader=frag)
-    else:
-        vert = shader_source("buffers.glsl", "pass.glsl", "skinning.glsl", "skin.vert",
-                             defines=f"#define PALETTE {palette_size}")
-        skin = main = compile_program(ctx, "main", vertex_shader=vert, fragment_shader=frag)
+    vert_files = ("buffers.glsl", "pass.glsl", "draw.vert") if skins_first else \
+        ("buffers.glsl", "pass.glsl", "skinning.glsl", "skin.vert")
+    vert_defines = "" if skins_first else f"#define PALETTE {palette_size}\n"
+    vert = shader_source(*vert_files, defines=vert_defines)
+    main = compile_program(ctx, "main", vertex_shader=vert, fragment_shader=frag)
+    skin = main if not skins_first else \
+        compile_program(ctx, "skinning", compute=shader_source("buffers.glsl", "skinning.glsl", "skin.comp"))
     plain = compile_program(ctx, "main", vertex_shader=vert, fragment_shader=shader_source("mmd.frag", defines=shadow_define))
-    flat = compile_program(ctx, "edge/shadow", vertex_shader=vert, fragment_shader=shader_source("flat.frag"))
+    flat = compile_program(ctx, "edge/shadow", vertex_shader=shader_source(*vert_files, defines=vert_defines
+                                                                           + "#define FLAT_PASSES"),
+                           fragment_shader=shader_source("flat.frag"))
     depth = compile_program(ctx, "self-shadow", vertex_shader=vert, fragment_shader=shader_source("depth.frag")) \
         if self_shadow else None
     ground = flat
