@@ -12,7 +12,7 @@ import math
 
 from numba import njit
 
-import mmdkit.numba_inline  # noqa: F401  (faster inlining of these helpers at compile time)
+import mmdkit.numba_inline  # noqa: F401  (faster cold compiles of the kernels inlining these helpers)
 
 
 @njit(cache=True, nogil=True, inline="always", error_model="numpy")

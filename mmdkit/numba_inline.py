@@ -1,15 +1,21 @@
-"""Faster numba IR inlining (``inline="always"``) at compile time; the compiled code is unchanged.
+"""Faster numba IR inlining (``inline="always"``) and SSA reconstruction at compile time; the
+compiled code is unchanged.
 
-In: nothing (importing this module patches ``numba.core.inline_closurecall.InlineWorker.inline_ir``
-once). Out: nothing. Why: numba copies a callee's IR before inlining it, one block at a time, each
-``copy.deepcopy`` with a fresh memo, so every block copies the callee's whole scope (every variable
-of the callee, and of everything already inlined into it) — blocks × variables of work per inlined
-call. The posing kernels inline callees that are large after their own inlining (``ik._ccd_step``,
-``ik_lane_steps._lane_step_limited``, ...): this copying was about half of their cold compile.
-Here the blocks of one scope share one memo while ``inline_ir`` runs, so the scope is copied once
-and every block's variables point to that one copy, as they pointed to one scope in the original.
-``inline_ir`` sets every inlined block's scope to the caller's afterwards either way: the IR that
-is typed and lowered is the same, and so is the machine code.
+In: nothing (importing this module wraps ``numba.core.inline_closurecall.InlineWorker.inline_ir``
+and ``numba.core.ssa._run_ssa`` / ``_run_block_rewrite`` once). Out: nothing. Why: the posing
+kernels inline callees that are large after their own inlining (``ik._ccd_step``,
+``ik_lane_steps._lane_step_limited``, ...), and two of numba's steps grow with the product of sizes:
+- numba copies a callee's IR before inlining it, one block at a time, each ``copy.deepcopy`` with a
+  fresh memo, so every block copies the callee's whole scope (every variable of the callee and of
+  everything already inlined into it): blocks × variables per inlined call. Here the blocks of one
+  scope share one memo while ``inline_ir`` runs, so the scope is copied once and every block's
+  variables point to that one copy, as they pointed to one scope in the original. ``inline_ir``
+  sets every inlined block's scope to the caller's afterwards either way.
+- SSA reconstruction rewrites every block once per variable assigned more than once
+  (``_patch_ssa``): variables × statements.
+The IR that is typed and lowered is the same, and so is the LLVM IR and the machine code
+(``inspect_llvm``/``inspect_asm`` of ``run_frame``, ``solve_bones``, ``solve_ik``, ``solve_lanes``
+compared: identical); the cold compile of ``stages.run_frame`` takes ~25% less (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -17,9 +23,10 @@ from __future__ import annotations
 import copy
 import functools
 
-from numba.core import inline_closurecall, ir
+from numba.core import inline_closurecall, ir, ssa
 
 _PATCHED = "_mmdkit_shared_scope_copy"
+_SSA_NAMES = []  # per running ssa._run_ssa (innermost last): block label -> the variable names its statements use
 
 
 class _SharedScopeCopy:
@@ -60,4 +67,47 @@ def _patch():
     worker.inline_ir = inline_ir
 
 
+def _patch_ssa():
+    """Wrap ``ssa._run_ssa`` and ``ssa._run_block_rewrite`` (once per process). numba's SSA
+    reconstruction rewrites every block once per variable assigned more than once (each inlined
+    copy of a callee brings its own): variables × statements. A block whose statements do not
+    name the variable comes out of that rewrite as it went in (the handlers return each statement
+    unchanged and record nothing), so it is copied without running them; the names per block are
+    gathered once per ``_run_ssa`` (a rewrite only renames the variable it fixes and adds phi
+    nodes of that variable, so the other blocks' names stay valid)."""
+    run_ssa, run_block_rewrite = getattr(ssa, "_run_ssa", None), getattr(ssa, "_run_block_rewrite", None)
+    if run_ssa is None or run_block_rewrite is None or getattr(run_ssa, _PATCHED, False):
+        return  # a numba without these steps, or already patched
+
+    @functools.wraps(run_ssa)
+    def _run_ssa(blocks):
+        _SSA_NAMES.append({label: {v.name for stmt in block.body for v in stmt.list_vars()}
+                           for label, block in blocks.items()})
+        try:
+            return run_ssa(blocks)
+        finally:
+            _SSA_NAMES.pop()
+
+    @functools.wraps(run_block_rewrite)
+    def _run_block_rewrite(blocks, states, handler):
+        varname = states.get("varname")
+        if not _SSA_NAMES or varname is None:
+            return run_block_rewrite(blocks, states, handler)
+        names = _SSA_NAMES[-1]
+        new_blocks = {}
+        for label, block in blocks.items():
+            if label in names and varname not in names[label]:
+                states["label"], states["block"] = label, block
+                new_block = ir.Block(scope=block.scope, loc=block.loc)
+                new_block.body = list(block.body)
+                new_blocks[label] = new_block
+            else:
+                new_blocks.update(run_block_rewrite({label: block}, states, handler))
+        return new_blocks
+
+    setattr(_run_ssa, _PATCHED, True)
+    ssa._run_ssa, ssa._run_block_rewrite = _run_ssa, _run_block_rewrite
+
+
 _patch()
+_patch_ssa()

@@ -1,5 +1,6 @@
-"""mmdkit.numba_inline: numba's IR inlining with one scope copy per inlined callee gives the same
-kernels (results and machine code) as numba's own per-block copies."""
+"""mmdkit.numba_inline: numba's IR inlining with one scope copy per inlined callee, and SSA
+reconstruction that skips the blocks not naming the variable, give the same kernels (results and
+machine code) as numba's own passes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 
 import numpy as np
 from numba import njit
-from numba.core import compiler, inline_closurecall
+from numba.core import compiler, inline_closurecall, ssa
 
 import mmdkit.mathutil  # noqa: F401  (installs the patch)
 from mmdkit import numba_inline
@@ -48,6 +49,10 @@ def test_patch_installed_once():
     numba_inline._patch()  # a second import-time call changes nothing
     assert not getattr(inline_closurecall.InlineWorker.inline_ir.__wrapped__, numba_inline._PATCHED, False)
     assert inline_closurecall.copy.__name__ == "copy"  # the module is back outside inline_ir
+    assert getattr(ssa._run_ssa, numba_inline._PATCHED, False)
+    numba_inline._patch_ssa()
+    assert not getattr(ssa._run_ssa.__wrapped__, numba_inline._PATCHED, False)
+    assert not numba_inline._SSA_NAMES  # nothing left over from the compiles
 
 
 def test_block_copies_share_one_scope():
@@ -76,12 +81,12 @@ def test_same_results_and_machine_code_as_numba_own_inliner():
     _kernel(xs, ref)  # in Python, the helpers compiled on their own: within 1e-12
     assert np.allclose(out, ref, rtol=0.0, atol=1e-12)
     worker = inline_closurecall.InlineWorker
-    wrapped = worker.inline_ir
-    worker.inline_ir = wrapped.__wrapped__  # numba's own, for one compile
+    wrapped = worker.inline_ir, ssa._run_ssa, ssa._run_block_rewrite
+    worker.inline_ir, ssa._run_ssa, ssa._run_block_rewrite = (f.__wrapped__ for f in wrapped)  # numba's own
     try:
         plain = njit(_kernel)
         plain.compile(patched.signatures[0])
     finally:
-        worker.inline_ir = wrapped
+        worker.inline_ir, ssa._run_ssa, ssa._run_block_rewrite = wrapped
     sig = patched.signatures[0]
     assert _asm(patched, sig) == _asm(plain, sig)
