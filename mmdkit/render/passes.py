@@ -79,10 +79,19 @@ def cull_material(ctx, table, m: int, alpha: float) -> None:
         ctx.disable(moderngl.CULL_FACE)
 
 
+def untinted_materials(values) -> np.ndarray:
+    """(M,) bool: the materials whose every tint is off this frame (colour * 1 + 0)."""
+    out = np.ones(len(values.diffuse), bool)
+    for mul, add in values.tints.values():
+        out &= (np.asarray(mul) == 1.0).all(axis=1) & (np.asarray(add) == 0.0).all(axis=1)
+    return out
+
+
 def main_pass(ctx, geo, programs, table, values, textures, shadow_on: bool) -> None:
     """Every visible material with MMD's shading, in material order (blending as MMD does):
-    ``programs.main``, or ``programs.plain`` for a material without sphere map while no tint is on
-    (``Programs.shading``). ``textures.of(m)`` gives (texture | None, sphere | None, toon) GL textures."""
+    ``programs.main``, or ``programs.plain`` for a material without sphere map whose tints are all
+    off (``Programs.shading``). ``textures.of(m)`` gives (texture | None, sphere | None, toon) GL textures."""
+    untinted = untinted_materials(values)
     for m in range(table.num_materials):
         alpha = values.diffuse[m, 3]
         if not geo.has_faces(m) or alpha <= 0.0:
@@ -90,7 +99,7 @@ def main_pass(ctx, geo, programs, table, values, textures, shadow_on: bool) -> N
         cull_material(ctx, table, m, alpha)
         t, s, toon = textures.of(m)
         sphere_mode = int(table.sphere_mode[m]) if s is not None else 0
-        which = "plain" if programs.plain is not None and sphere_mode == 0 and not values.tints else "main"
+        which = "plain" if programs.plain is not None and sphere_mode == 0 and untinted[m] else "main"
         prog = programs.plain if which == "plain" else programs.main
         _material_uniforms(prog, m, values, t is not None, sphere_mode)
         if shadow_on:
