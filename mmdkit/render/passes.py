@@ -40,16 +40,20 @@ def vertex_uniforms(prog, view_gl, proj_gl, light_dir, edge=0.0, ground_shadow=0
 
 
 def ground_shadow_pass(ctx, geo, prog, table, values, view_gl, proj_gl, light_dir) -> None:
-    """MMD's ground shadow: the mesh flattened onto y = 0 along the light, one flat colour."""
+    """MMD's ground shadow: the mesh flattened onto y = 0 along the light, one flat colour. Leaves
+    blending on (the main pass's state)."""
     vertex_uniforms(prog, view_gl, proj_gl, light_dir, ground_shadow=1.0)
     prog["u_color"].value = GROUND_SHADOW_COLOR
     # flattened, a closed mesh's faces that looked away from the light cover the same
     # silhouette as the others: draw only one side (half the triangles to set up)
-    # one colour, opaque (blending leaves it as it is): runs of materials are drawn as one
+    # one colour, opaque: blending would leave it as it is (off: less work a sample), and runs of
+    # materials are drawn as one
     ctx.enable(moderngl.CULL_FACE)
     ctx.cull_face = "back"
+    ctx.disable(moderngl.BLEND)  # GROUND_SHADOW_COLOR is opaque
     geo.draw_runs([m for m in range(table.num_materials) if table.ground_shadow[m] and values.diffuse[m, 3] > 0.0],
                   "ground")
+    ctx.enable(moderngl.BLEND)  # the passes after it blend
 
 
 def _material_uniforms(prog, m: int, values, has_tex: bool, sphere_mode: int) -> None:
