@@ -86,8 +86,9 @@ def build_programs(ctx, *, palette_size: int | None, self_shadow: bool) -> Progr
     skin = main if not skins_first else \
         compile_program(ctx, "skinning", compute=shader_source("buffers.glsl", "skinning.glsl", "skin.comp"))
     plain = compile_program(ctx, "main", vertex_shader=vert, fragment_shader=shader_source("mmd.frag", defines=shadow_define))
-    flat = compile_program(ctx, "edge/shadow", vertex_shader=shader_source(*vert_files, defines=vert_defines
-                                                                           + "#define FLAT_PASSES"),
+    # the ground shadow has a lean program of its own on the skins_first path (ground.vert)
+    flat_defines = vert_defines + "#define EDGE_PASS\n" + ("" if skins_first else "#define GROUND_PASS\n")
+    flat = compile_program(ctx, "edge/shadow", vertex_shader=shader_source(*vert_files, defines=flat_defines),
                            fragment_shader=shader_source("flat.frag"))
     depth = compile_program(ctx, "self-shadow", vertex_shader=vert, fragment_shader=shader_source("depth.frag")) \
         if self_shadow else None

@@ -1,12 +1,14 @@
 // Shared by skin.vert and draw.vert (after buffers.glsl): edge push, ground-shadow projection, view/projection,
 // and the varyings mmd.frag reads.
-// FLAT_PASSES (the flat program: edges, ground shadow) compiles in the edge push and the ground
-// projection; the other programs go without (llvmpipe runs both sides of an if).
+// EDGE_PASS compiles in the edge push, GROUND_PASS the ground projection (the flat program's
+// passes); the other programs go without (llvmpipe runs both sides of an if).
 uniform mat4 u_view;
 uniform mat4 u_proj;
-#ifdef FLAT_PASSES
+#ifdef EDGE_PASS
 uniform float u_edge;       // 1 = edge pass: push along the normal
 uniform float u_edge_size;
+#endif
+#ifdef GROUND_PASS
 uniform float u_ground_shadow;  // 1 = project onto the floor (y = 0) along the light
 #endif
 uniform vec3 u_light_dir;
@@ -15,8 +17,10 @@ in vec2 in_uv; in float in_edge; in int in_uv_slot;
 out vec3 v_nrm; out vec2 v_uv; out vec3 v_view_nrm; out vec3 v_view_pos; out vec3 v_view_light; out vec4 v_shadow;
 
 void emit(vec3 pos, vec3 nrm) {
-#ifdef FLAT_PASSES
+#ifdef EDGE_PASS
     if (u_edge > 0.5) pos += nrm * (u_edge_size * in_edge);
+#endif
+#ifdef GROUND_PASS
     if (u_ground_shadow > 0.5) {
         vec3 L = u_light_dir.y < -0.05 ? u_light_dir : vec3(u_light_dir.x, -0.05, u_light_dir.z);
         pos = pos - L * (pos.y / L.y);
