@@ -23,7 +23,13 @@ from __future__ import annotations
 import copy
 import functools
 
+import numba
 from numba.core import inline_closurecall, ir, ssa
+
+#: the numba releases whose inliner and SSA pass these wrappers were checked against (same LLVM IR
+#: and machine code for the posing kernels on 0.68.1); outside them numba runs its own steps
+VERIFIED_NUMBA = ((0, 68), (0, 68))
+ACTIVE = VERIFIED_NUMBA[0] <= (numba.version_info.major, numba.version_info.minor) <= VERIFIED_NUMBA[1]
 
 _PATCHED = "_mmdkit_shared_scope_copy"
 _SSA_NAMES = []  # per running ssa._run_ssa (innermost last): block label -> the variable names its statements use
@@ -50,7 +56,7 @@ def _patch():
     lock, so swapping the module's ``copy`` for the call is not seen by another compile."""
     worker = inline_closurecall.InlineWorker
     original = worker.inline_ir
-    if getattr(original, _PATCHED, False) or not isinstance(getattr(inline_closurecall, "copy", None),
+    if not ACTIVE or getattr(original, _PATCHED, False) or not isinstance(getattr(inline_closurecall, "copy", None),
                                                             type(copy)):
         return  # already patched, or a numba whose inliner no longer uses the copy module
 
@@ -76,7 +82,7 @@ def _patch_ssa():
     gathered once per ``_run_ssa`` (a rewrite only renames the variable it fixes and adds phi
     nodes of that variable, so the other blocks' names stay valid)."""
     run_ssa, run_block_rewrite = getattr(ssa, "_run_ssa", None), getattr(ssa, "_run_block_rewrite", None)
-    if run_ssa is None or run_block_rewrite is None or getattr(run_ssa, _PATCHED, False):
+    if not ACTIVE or run_ssa is None or run_block_rewrite is None or getattr(run_ssa, _PATCHED, False):
         return  # a numba without these steps, or already patched
 
     @functools.wraps(run_ssa)

@@ -42,11 +42,12 @@ def test_numba_threads_sleep_while_they_wait():
 # --- the import graph: layers and cycles, counting what a module-level scan misses --------------------------
 
 PACKAGE = __import__("pathlib").Path(mmdkit.__file__).parent
-TIERS = ({"errors", "fileutil", "mathutil", "text", "threads"}, {"model"}, {"animation"}, {"formats"}, {"importers"},
+TIERS = ({"numba_inline"}, {"errors", "fileutil", "mathutil", "text", "threads"}, {"model"}, {"animation"}, {"formats"}, {"importers"},
          {"pose"}, {"physics", "skinning", "retarget"}, {"runtime"}, {"render", "export", "viewer"}, {"io"},
          {"batch"}, {"demo"}, {"mmdkit"}, {"cli"}, {"__main__"})
 """Units (the first package or module under mmdkit; ``mmdkit`` is the package's own front door),
-low to high, as docs/ARCHITECTURE.md and the layers hook order them: a unit imports only from
+low to high, as docs/ARCHITECTURE.md and the layers hook order them (``numba_inline``, the compile-time
+patch ``mathutil`` installs, below the base utilities): a unit imports only from
 lower tiers (never sideways). Importers sit above formats (they read files through the formats'
 readers and register their own readers into its registry); the CLI above the front door and
 the demo data it builds on."""
