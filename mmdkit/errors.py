@@ -71,6 +71,16 @@ def check_number(value, option: str, *, default=None, zero_ok: bool = False) -> 
     return v
 
 
+def check_flag(value, option: str, *, none_ok: bool = False) -> bool:
+    """``value`` as a bool (None → False with ``none_ok``), or OptionError(option) unless it is
+    true or false (Python's or numpy's bool; not 1, 'yes' ...)."""
+    if value is None and none_ok:
+        return False
+    if not (isinstance(value, bool) or type(value).__name__ == "bool_"):
+        raise OptionError(option, f"must be true or false, got {value!r}")
+    return bool(value)
+
+
 class UnavailableError(MmdkitError, RuntimeError):
     """An optional component is missing (Bullet extension, OpenGL, a codec); says how to get it."""
 

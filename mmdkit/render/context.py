@@ -85,7 +85,7 @@ def build_programs(ctx, *, palette_size: int | None, self_shadow: bool) -> Progr
     main = compile_program(ctx, "main", vertex_shader=vert, fragment_shader=frag)
     skin = main if not skins_first else \
         compile_program(ctx, "skinning", compute=shader_source("buffers.glsl", "skinning.glsl", "skin.comp"))
-    plain = compile_program(ctx, "main", vertex_shader=vert, fragment_shader=shader_source("mmd.frag", defines=shadow_define))
+    plain = compile_program(ctx, "plain", vertex_shader=vert, fragment_shader=shader_source("mmd.frag", defines=shadow_define))
     # the ground shadow has a lean program of its own on the skins_first path (ground.vert)
     flat_defines = vert_defines + "#define EDGE_PASS\n" + ("" if skins_first else "#define GROUND_PASS\n")
     flat = compile_program(ctx, "edge/shadow", vertex_shader=shader_source(*vert_files, defines=flat_defines),

@@ -33,7 +33,7 @@ from mmdkit.animation.binding import BoundMotion, bind_motion
 from mmdkit.animation.frames import MAX_FRAMES, MOTION_FPS, check_frames, parse_frames, split_frames
 from mmdkit.animation.motion import Motion, Pose
 from mmdkit.animation.vpd import motion_from_pose
-from mmdkit.errors import FormatError, OptionError
+from mmdkit.errors import FormatError, OptionError, check_flag
 from mmdkit.model.model import Model
 from mmdkit.pose.rig import build_rig
 from mmdkit.retarget.motion import retarget
@@ -117,8 +117,7 @@ class Take:
                 raise OptionError(n["vpd"], f"'{spec}': no file {path!r}")
         check_fps_range(self.fps, n["fps"])
         _check_frames(self.frames, n["frames"], self.bare_count)
-        if not isinstance(self.physics, (bool, np.bool_)):
-            raise OptionError(n["physics"], f"must be true or false, not {self.physics!r}")
+        check_flag(self.physics, n["physics"])
         if self.physics_mode not in PHYSICS_MODES:
             raise OptionError(n["physics_mode"], f"must be one of {', '.join(PHYSICS_MODES)}, "
                                                  f"not {self.physics_mode!r}")

@@ -72,8 +72,8 @@ class LabelPass:
         try:
             while len(self.fbos) < count:
                 targets = [ctx.renderbuffer(size, 2, dtype="f4")]
-                targets += [ctx.renderbuffer(size, 4, dtype="f4") for _ in range(self._corr_attachment - 1
-                                                                                 + int(self.correspondence))]
+                targets += [ctx.renderbuffer(size, 4, dtype="f4")
+                             for _ in range(int(self.normals) + int(self.correspondence))]
                 self.fbos.append(ctx.framebuffer(color_attachments=targets,
                                                  depth_attachment=ctx.depth_renderbuffer(size)))
         except moderngl.Error as e:

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from mmdkit.errors import OptionError
+from mmdkit.errors import OptionError, check_flag
 from mmdkit.render.framing import motion_box
 from mmdkit.render.gl import Renderer
 from mmdkit.render.glsink import GLSink
@@ -86,11 +86,10 @@ class AnnotateSink(GLSink):
                  normals: bool = False, correspondence: bool = False,
                  ground_shadow: bool = True, self_shadow: bool = False, floor: bool = False, warn=print, names=None):
         check_views(views, view_height, view_radius, view_fov, names, shards)
-        for key, value in (("preview", preview), ("normals", normals), ("correspondence", correspondence)):
-            if not isinstance(value, (bool, np.bool_)) and value is not None:
-                raise OptionError((names or {}).get(key, key), f"must be true or false, got {value!r}")
-        self.shards, self.preview, self.normals = shards, bool(preview), bool(normals)
-        self.correspondence = bool(correspondence)
+        preview, normals, correspondence = (check_flag(v, (names or {}).get(k, k), none_ok=True) for k, v in
+                                            (("preview", preview), ("normals", normals),
+                                             ("correspondence", correspondence)))
+        self.shards, self.preview, self.normals, self.correspondence = shards, preview, normals, correspondence
         self.output, self.size, self.msaa, self.warn = output, tuple(size), msaa, warn
         self.view_spec = dict(views=views, height=view_height, radius=view_radius,
                               fov=cams.DEFAULT_FOV if view_fov is None else float(view_fov))
