@@ -17,6 +17,7 @@ import numpy as np
 
 from mmdkit.model import model as M
 from mmdkit.pose.fields import Field, expose_fields, group
+from mmdkit.pose.ik import _EULER_MAX
 from mmdkit.pose.ik_groups import csr_rows, ik_lane_groups
 
 IK_MAX_LOOPS = 256  # per solver and frame; larger file values are capped
@@ -223,9 +224,6 @@ def ik_link_modes(lower, upper, has_limit) -> tuple[np.ndarray, np.ndarray, np.n
     mode[zero.all(axis=1)] = 5
     mode[~np.asarray(has_limit, bool)] = 0
     return mode, lo, hi
-
-
-_EULER_MAX = 88.0 * math.pi / 180.0  # ik._EULER_MAX
 
 
 def ik_inside_table(mode, lower, upper) -> np.ndarray:
