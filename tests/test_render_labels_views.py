@@ -207,3 +207,26 @@ def test_mmd_camera_cuts_are_marked():
     assert v.cut[0].tolist() == [False] * 6 + [True, False]  # frames 0 2 4 6 8 10 12 14: the cut is 10 → 12
     assert abs(v.K[0, 0, 1, 1] - 24 / math.tan(math.radians(15))) < 1e-9
     assert abs(v.K[0, 7, 1, 1] - 24 / math.tan(math.radians(10))) < 1e-9
+
+
+def test_correspondence_refuses_a_model_past_its_ids(assets, tmp_path, monkeypatch):
+    """Ids are 24-bit (8-bit RGB): a model with as many vertices or triangles is refused before
+    anything is written (the limit lowered here to Gene's size: no model of 2**24 vertices needed)."""
+    from mmdkit.errors import OptionError
+    from mmdkit.render.labels import sink
+
+    model = mmdkit.load(assets / "gene" / "Gene_light.pmx")
+    assert max(model.num_vertices, len(model.face_vertex_index)) < sink.MAX_CORRESPONDENCE_ID
+    out = tmp_path / "out"
+    take = Take(model, None, frames="0:0", physics=False,
+                outputs=(Output(str(out) + "/", {"annotate": True, "size": (32, 24), "correspondence": True}),))
+    monkeypatch.setattr(sink, "MAX_CORRESPONDENCE_ID", model.num_vertices)
+    with pytest.raises(OptionError, match=f"correspondence: numbers vertices and triangles below "
+                                          f"{model.num_vertices:,}; this model has {model.num_vertices:,} vertices"):
+        mmdkit.run(take, warn=lambda *a: None)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(sink, "MAX_CORRESPONDENCE_ID", model.num_vertices + 1)
+    assert max(model.num_vertices, len(model.face_vertex_index)) >= model.num_vertices + 1  # triangles: 47,106
+    with pytest.raises(OptionError, match="triangles below"):
+        mmdkit.run(take, warn=lambda *a: None)
+    assert list(tmp_path.iterdir()) == []
