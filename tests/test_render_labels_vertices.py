@@ -6,8 +6,9 @@ render drew them — for the front-most vertices the depth PNG holds their camer
 Real models with physics (Gene, Mei), a crowd of three (character k plays k × 7 frames ahead: its
 vertices are ``mmdkit pose --frames`` shifted by 7k, placed at ``crowd_offsets``), three ring views.
 Which vertices are front-most is decided here, without the render: a ray from the camera to the
-vertex that no drawn triangle (of any character; drawn: material alpha ≥ 0.5, and facing the camera
-unless the material is double-sided) crosses in front of it; the vertex is on a drawn triangle. A
+vertex that no drawn surface (of any character; drawn: material alpha × the texture's alpha at the
+crossing (nearest texel, repeating) ≥ 0.5, and facing the camera unless the material is
+double-sided) crosses in front of it; the vertex is on a drawn triangle and its own texel is drawn. A
 vertex lies up to half a pixel from the pixel centres the rasteriser samples, so it is compared
 where its surface covers them: the rays through the 4 pixel centres around it first hit (same ray
 cast) its own character within one triangle of it. There the mask holds its id at all four, and the
@@ -28,6 +29,7 @@ from PIL import Image
 
 import mmdkit
 from mmdkit.model.materials import material_table
+from mmdkit.model.textures import model_folder, read_texture, texture_source
 from mmdkit.model.space import MMD_UNITS_PER_METRE
 from mmdkit.runtime.crowd import CROWD_FRAME_OFFSET, crowd_offsets, crowd_spacing, rest_box
 
@@ -116,6 +118,73 @@ def first_hits(ends, tri, drawn, skip, K, cell=8.0):
     return best, which, weights
 
 
+def first_drawn_hits(ends, tri, drawn, skip, K, see_through, rounds=8):
+    """``first_hits`` that looks on through the texels a crossing finds see-through:
+    ``see_through(triangle ids (n,), barycentric weights (n,3))`` → (n,) bool; such a triangle is
+    left out of that ray and the ray cast again (at most ``rounds`` times)."""
+    best, which, weights = first_hits(ends, tri, drawn, skip, K)
+    rays = np.arange(len(ends))
+    for _ in range(rounds):
+        hit = which[rays] >= 0
+        clear = np.zeros(len(rays), bool)
+        clear[hit] = see_through(which[rays[hit]], weights[rays[hit]])
+        rays = rays[clear]
+        if not len(rays):
+            break
+        skip = np.concatenate([skip, np.full((len(skip), 1), -1)], 1)
+        skip[rays, -1] = which[rays]
+        best[rays], which[rays], weights[rays] = first_hits(ends[rays], tri, drawn, skip[rays], K)
+    return best, which, weights
+
+
+def _alpha_lookup(model, faces):
+    """``see_through(triangle ids, weights)`` of the label pass's cut for the model's triangles
+    (crowd ids: id mod the model's triangles): material alpha × texture alpha < 0.5 at the UV the
+    weights give (the model's UV, DirectX's v down; the nearest texel, repeating); and per vertex
+    whether its own texel is see-through (V,) bool."""
+    table = material_table(model)
+    material = np.repeat(np.arange(table.num_materials), np.diff(table.face_start))
+    alpha = np.asarray(model.material_diffuse, np.float64)[:, 3]
+    folder, embedded = model_folder(model), model.source_extras.get("embedded_textures")
+    images = []
+    for m, im in enumerate(table.images):
+        src = texture_source(im.texture, folder, embedded) if im.texture else None
+        picture = None
+        if src is not None:
+            with read_texture(src, im.texture)[0] as img:
+                picture = np.asarray(img.convert("RGBA"))[..., 3].astype(np.float64) / 255.0
+        images.append(picture)
+    uv = np.asarray(model.vertex_uv, np.float64)
+    F = len(faces)
+
+    def cut(m, at_uv):
+        out = np.full(len(at_uv), alpha[m] < 0.5)
+        if images[m] is not None:
+            h, w = images[m].shape
+            col = np.floor(at_uv[:, 0] * w).astype(np.int64) % w
+            row = np.floor(at_uv[:, 1] * h).astype(np.int64) % h
+            out |= alpha[m] * images[m][row, col] < 0.5
+        return out
+
+    def see_through(ids, weights):
+        f = ids % F
+        at = np.einsum("nk,nkj->nj", weights, uv[faces[f]])
+        out = np.zeros(len(ids), bool)
+        for m in np.unique(material[f]):
+            sel = material[f] == m
+            out[sel] = cut(m, at[sel])
+        return out
+
+    vertex_clear = np.zeros(model.num_vertices, bool)
+    first_face = np.full(model.num_vertices, -1)
+    first_face[faces[::-1].ravel()] = np.repeat(np.arange(F)[::-1], 3)  # a face of each vertex
+    used = first_face >= 0
+    for m in np.unique(material[first_face[used]]):
+        sel = np.flatnonzero(used)[material[first_face[used]] == m]
+        vertex_clear[sel] = cut(m, uv[sel])
+    return see_through, vertex_clear
+
+
 def _ids(picture):
     """docs/dataset.md's decode rule of the vertex/face pictures: R + 256·G + 65536·B."""
     p = picture.astype(np.int64)
@@ -145,6 +214,7 @@ def counts(scene):
     label pictures (the module docstring); returns how many passed each check."""
     model, cameras = scene["model"], scene["cameras"]
     faces, opaque, culls, ring = _mesh_tables(model)
+    see_through, vertex_clear = _alpha_lookup(model, faces)
     F, V = len(faces), model.num_vertices
     uv_table = np.asarray(model.vertex_uv, np.float64)
     rng = np.random.default_rng(7)
@@ -178,8 +248,8 @@ def counts(scene):
             uvw = P @ K.T
             uv = uvw[:, :2] / uvw[:, 2:]
             inside = (P[:, 2] > 0) & (uv >= 0).all(1) & (uv[:, 0] <= W - 1) & (uv[:, 1] <= H - 1)
-            on_drawn = ((own >= 0) & drawn[np.maximum(own, 0)]).any(1)
-            front, _, _ = first_hits(P, tri, drawn, own, K)
+            on_drawn = ((own >= 0) & drawn[np.maximum(own, 0)]).any(1) & ~vertex_clear[pick]
+            front, _, _ = first_drawn_hits(P, tri, drawn, own, K, see_through)
             visible = inside & on_drawn & (front >= P[:, 2] - 0.0005)
             ch, pick, own, P, uv = ch[visible], pick[visible], own[visible], P[visible], uv[visible]
             # the 4 pixel centres around each vertex, and what their rays hit first
@@ -187,7 +257,8 @@ def counts(scene):
             y0 = np.minimum(np.floor(uv[:, 1]).astype(int), H - 2)
             px, py = x0[:, None] + [0, 1, 0, 1], y0[:, None] + [0, 0, 1, 1]
             rays = np.stack([px, py, np.ones_like(px)], -1) @ Kinv.T  # (n,4,3), z = 1
-            _, hit, bary = first_hits(rays.reshape(-1, 3) * 100.0, tri, drawn, np.full((rays.size // 3, 1), -1), K)
+            _, hit, bary = first_drawn_hits(rays.reshape(-1, 3) * 100.0, tri, drawn,
+                                            np.full((rays.size // 3, 1), -1), K, see_through)
             hit, bary = hit.reshape(-1, 4), bary.reshape(-1, 4, 3)
             near_ids = np.where(np.repeat(own >= 0, 3, 1), faces[np.maximum(own, 0) % F].reshape(len(own), -1), -2)
             hit_v = np.where(hit[..., None] >= 0, faces[np.maximum(hit, 0) % F], -3)
