@@ -46,16 +46,14 @@ class _Clocked:
         self.cpu0, self.frames = time.process_time(), len(loaded.frames)
         self.threads0 = thread_cpu()
 
+    def release(self) -> None:  # a picture sink's threads end here: what each spent from open on
+        self.threads_end = thread_cpu()
+        super().release()
+
     def close(self) -> dict:
-        release, ends = getattr(self, "release", None), {}
-        if release is not None:  # the sink's threads as they end: what each spent from open on
-            def counted():
-                ends.update(thread_cpu())
-                release()
-            self.release = counted
         out = super().close()
         out["cpu_take"] = (time.process_time() - self.cpu0) / self.frames
-        ends = ends or thread_cpu()
+        ends = getattr(self, "threads_end", None) or thread_cpu()
         out["threads"] = {(name, t): (cpu - self.threads0.get(t, (name, 0.0))[1]) / self.frames
                           for t, (name, cpu) in ends.items()}
         return out

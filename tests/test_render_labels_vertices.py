@@ -137,17 +137,14 @@ def first_drawn_hits(ends, tri, drawn, skip, K, see_through, rounds=8):
     return best, which, weights
 
 
-def _alpha_lookup(model, faces):
+def _alpha_lookup(model, faces, table, material, alpha, ring):
     """``see_through(triangle ids, weights)`` of the label pass's cut for the model's triangles
     (crowd ids: id mod the model's triangles): material alpha × texture alpha < 0.5 at the UV the
     weights give (the model's UV, DirectX's v down; the nearest texel, repeating); and per vertex
-    whether its own texel is see-through (V,) bool."""
-    table = material_table(model)
-    material = np.repeat(np.arange(table.num_materials), np.diff(table.face_start))
-    alpha = np.asarray(model.material_diffuse, np.float64)[:, 3]
+    whether its own texel is see-through (V,) bool (on the first of its faces, ``ring[:, 0]``)."""
     folder, embedded = model_folder(model), model.source_extras.get("embedded_textures")
     images = []
-    for m, im in enumerate(table.images):
+    for im in table.images:
         src = texture_source(im.texture, folder, embedded) if im.texture else None
         picture = None
         if src is not None:
@@ -157,31 +154,23 @@ def _alpha_lookup(model, faces):
     uv = np.asarray(model.vertex_uv, np.float64)
     F = len(faces)
 
-    def cut(m, at_uv):
-        out = np.full(len(at_uv), alpha[m] < 0.5)
-        if images[m] is not None:
-            h, w = images[m].shape
-            col = np.floor(at_uv[:, 0] * w).astype(np.int64) % w
-            row = np.floor(at_uv[:, 1] * h).astype(np.int64) % h
-            out |= alpha[m] * images[m][row, col] < 0.5
-        return out
-
     def see_through(ids, weights):
         f = ids % F
         at = np.einsum("nk,nkj->nj", weights, uv[faces[f]])
-        out = np.zeros(len(ids), bool)
+        out = alpha[material[f]] < 0.5
         for m in np.unique(material[f]):
-            sel = material[f] == m
-            out[sel] = cut(m, at[sel])
+            if images[m] is not None:
+                sel = material[f] == m
+                h, w = images[m].shape
+                col = np.floor(at[sel, 0] * w).astype(np.int64) % w
+                row = np.floor(at[sel, 1] * h).astype(np.int64) % h
+                out[sel] |= alpha[m] * images[m][row, col] < 0.5
         return out
 
     vertex_clear = np.zeros(model.num_vertices, bool)
-    first_face = np.full(model.num_vertices, -1)
-    first_face[faces[::-1].ravel()] = np.repeat(np.arange(F)[::-1], 3)  # a face of each vertex
-    used = first_face >= 0
-    for m in np.unique(material[first_face[used]]):
-        sel = np.flatnonzero(used)[material[first_face[used]] == m]
-        vertex_clear[sel] = cut(m, uv[sel])
+    v = np.flatnonzero(ring[:, 0] >= 0)
+    own = ring[v, 0]
+    vertex_clear[v] = see_through(own, (faces[own] == v[:, None]).astype(np.float64))  # weight 1 on the vertex
     return see_through, vertex_clear
 
 
@@ -192,7 +181,8 @@ def _ids(picture):
 
 
 def _mesh_tables(model):
-    """Per face its material's (opaque, culls) and per vertex its faces (V, S) padded with −1."""
+    """Per face its material's (opaque, culls), per vertex its faces (V, S) padded with −1, and
+    ``_alpha_lookup``'s see-through test and see-through vertices."""
     faces = np.asarray(model.face_vertex_index, np.int64)
     table = material_table(model)
     material = np.repeat(np.arange(table.num_materials), np.diff(table.face_start))
@@ -205,7 +195,7 @@ def _mesh_tables(model):
     slot = np.arange(len(vertex)) - start[vertex]
     ring = np.full((model.num_vertices, int(slot.max()) + 1), -1, np.int64)
     ring[vertex, slot] = order // 3
-    return faces, opaque, culls, ring
+    return (faces, opaque, culls, ring) + _alpha_lookup(model, faces, table, material, alpha, ring)
 
 
 @pytest.fixture(scope="module")
@@ -213,8 +203,7 @@ def counts(scene):
     """Every view and frame: sampled vertices of each character projected and compared with the
     label pictures (the module docstring); returns how many passed each check."""
     model, cameras = scene["model"], scene["cameras"]
-    faces, opaque, culls, ring = _mesh_tables(model)
-    see_through, vertex_clear = _alpha_lookup(model, faces)
+    faces, opaque, culls, ring, see_through, vertex_clear = _mesh_tables(model)
     F, V = len(faces), model.num_vertices
     uv_table = np.asarray(model.vertex_uv, np.float64)
     rng = np.random.default_rng(7)

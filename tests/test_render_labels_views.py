@@ -15,9 +15,11 @@ from PIL import Image
 
 import mmdkit
 from mmdkit.animation.builder import MotionBuilder
+from mmdkit.errors import OptionError
 from mmdkit.animation.view import mmd_view, perspective
 from mmdkit.model.space import MMD_UNITS_PER_METRE
 from mmdkit.render.labels import cameras as cams
+from mmdkit.render.labels import sink
 from mmdkit.render.labels.parts import PART, bone_parts
 from mmdkit.runtime.take import Output, Take
 
@@ -212,9 +214,6 @@ def test_mmd_camera_cuts_are_marked():
 def test_correspondence_refuses_a_model_past_its_ids(assets, tmp_path, monkeypatch):
     """Ids are 24-bit (8-bit RGB): a model with as many vertices or triangles is refused before
     anything is written (the limit lowered here to Gene's size: no model of 2**24 vertices needed)."""
-    from mmdkit.errors import OptionError
-    from mmdkit.render.labels import sink
-
     model = mmdkit.load(assets / "gene" / "Gene_light.pmx")
     assert max(model.num_vertices, len(model.face_vertex_index)) < sink.MAX_CORRESPONDENCE_ID
     out = tmp_path / "out"
